@@ -1,0 +1,23 @@
+# The image holds only the static binary that `make build-all` cross-compiled
+# for TARGETARCH (and TARGETVARIANT for arm/v7): nothing to compile here, no
+# shell, no package manager. BASE defaults to distroless static (nonroot,
+# UID 65532); `make image BASE=scratch` builds where base images cannot be
+# pulled: the binary carries its own CA roots for HTTPS webhooks.
+ARG BASE=gcr.io/distroless/static-debian12:nonroot
+FROM ${BASE}
+
+ARG TARGETARCH=amd64
+ARG TARGETVARIANT=
+ARG VERSION=dev
+ARG REVISION=unknown
+
+LABEL org.opencontainers.image.title="hotreload" \
+      org.opencontainers.image.description="Sidecar that reloads an app when its ConfigMaps or Secrets change, by HTTP or signal, without a restart" \
+      org.opencontainers.image.source="https://github.com/hotreload/hotreload" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+
+COPY bin/linux_${TARGETARCH}${TARGETVARIANT}/hotreload /hotreload
+USER 65532:65532
+EXPOSE 9533
+ENTRYPOINT ["/hotreload"]

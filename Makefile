@@ -1,0 +1,60 @@
+# hotreload — run `make help` for the targets.
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+PKG       := github.com/hotreload/hotreload
+LDFLAGS   := -s -w -X $(PKG)/internal/version.Version=$(VERSION) -X $(PKG)/internal/version.Revision=$(REVISION)
+GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
+PLATFORMS := linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x
+IMAGE     ?= hotreload:$(VERSION)
+BASE      ?= gcr.io/distroless/static-debian12:nonroot
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the static binary bin/hotreload for this machine.
+	$(GOBUILD) -o bin/hotreload ./cmd/hotreload
+
+.PHONY: build-all
+build-all: ## Cross-compile for every image platform into bin/linux_<arch>/ and print the sizes.
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%%/*}; rest=$${p#*/}; arch=$${rest%%/*}; variant=$$(echo $$rest | awk -F/ '{print $$2}'); \
+		out=bin/$${os}_$${arch}$${variant}/hotreload; \
+		GOOS=$$os GOARCH=$$arch GOARM=$${variant#v} $(GOBUILD) -o $$out ./cmd/hotreload; \
+		printf '%-16s %s bytes\n' "$$p" "$$(stat -c %s $$out)"; \
+	done
+
+.PHONY: test
+test: ## Run every test with the race detector.
+	$(GO) test -race -count=1 ./...
+
+.PHONY: lint
+lint: ## go vet, gofmt and staticcheck.
+	$(GO) vet ./...
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+.PHONY: bench
+bench: ## Measure latency, reload counts, memory; print the figures.
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./...
+
+.PHONY: demo
+demo: ## Play the kubelet and an app on this machine, with hotreload between them.
+	$(GO) run ./examples/demo
+
+.PHONY: image
+image: build-all ## Build the container image with docker or buildah (BASE=scratch where base images cannot be pulled).
+	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then tool=docker; \
+	elif command -v buildah >/dev/null 2>&1; then tool="buildah bud --storage-driver vfs --isolation chroot"; \
+	else echo "make image needs docker or buildah"; exit 1; fi; \
+	$$tool --build-arg BASE=$(BASE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+		--build-arg TARGETARCH=$$($(GO) env GOARCH) -t $(IMAGE) .
+
+.PHONY: clean
+clean: ## Remove build output.
+	rm -rf bin

@@ -1,0 +1,119 @@
+// Command hotreload is a sidecar that reloads an app when its mounted
+// ConfigMaps, Secrets or directories change, without restarting it. This file
+// only wires the parts together; see the watcher, reloader, notifier and
+// signal packages for the work.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	ossignal "os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/hotreload/hotreload/internal/config"
+	"github.com/hotreload/hotreload/internal/version"
+	"github.com/hotreload/hotreload/internal/web"
+	"github.com/hotreload/hotreload/notifier"
+	"github.com/hotreload/hotreload/reloader"
+	"github.com/hotreload/hotreload/watcher"
+)
+
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	cfg, err := config.Parse(args, version.String(), stdout, os.Exit)
+	if err != nil {
+		fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
+		return 2
+	}
+	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	version.Register(reg)
+
+	w, err := watcher.New(logger, reg, watcher.Options{
+		Dirs:           cfg.VolumeDirs,
+		ResyncInterval: cfg.ResyncInterval,
+		PollInterval:   cfg.PollInterval,
+		Poll:           cfg.Poll,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
+		return 2
+	}
+	r := reloader.New(logger, reg, cfg.Targets, reloader.Options{
+		Debounce:      cfg.Debounce,
+		Retries:       cfg.Retries,
+		Backoff:       notifier.Backoff{Max: cfg.MaxBackoff},
+		RetryInterval: cfg.ResyncInterval,
+		ReloadOnStart: cfg.ReloadOnStart,
+		ShutdownGrace: cfg.ShutdownGrace,
+	})
+	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, w.Ready))
+	if err != nil {
+		fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
+		return 1
+	}
+
+	names := make([]string, len(cfg.Targets))
+	for i, t := range cfg.Targets {
+		names[i] = t.Name()
+	}
+	level.Info(logger).Log("msg", "starting", "version", version.Version, "revision", version.Revision,
+		"volumes", strings.Join(cfg.VolumeDirs, ","), "targets", strings.Join(names, ","))
+
+	var g run.Group
+	g.Add(until(func(ctx context.Context) error {
+		sig := make(chan os.Signal, 1)
+		ossignal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		defer ossignal.Stop(sig)
+		select {
+		case s := <-sig:
+			level.Info(logger).Log("msg", "shutting down", "signal", s)
+		case <-ctx.Done():
+		}
+		return nil
+	}))
+	g.Add(until(w.Run))
+	g.Add(until(func(ctx context.Context) error { return r.Run(ctx, w.Changes()) }))
+	g.Add(until(srv.Run))
+	if err := g.Run(); err != nil {
+		level.Error(logger).Log("msg", "exiting", "err", err)
+		return 1
+	}
+	level.Info(logger).Log("msg", "stopped")
+	return 0
+}
+
+// until adapts a Run(ctx) function to a run.Group actor that is interrupted
+// by cancelling its context.
+func until(f func(context.Context) error) (func() error, func(error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	return func() error { return f(ctx) }, func(error) { cancel() }
+}
+
+func newLogger(w io.Writer, format, lvl string) log.Logger {
+	var logger log.Logger
+	if format == "json" {
+		logger = log.NewJSONLogger(log.NewSyncWriter(w))
+	} else {
+		logger = log.NewLogfmtLogger(log.NewSyncWriter(w))
+	}
+	// Filter first, then add ts and caller, so that the caller is the line
+	// that logged and not the filter.
+	logger = level.NewFilter(logger, level.Allow(level.ParseDefault(lvl, level.InfoValue())))
+	return log.With(logger, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller)
+}

@@ -1,0 +1,187 @@
+// Package config holds hotreload's command line: every flag, its environment
+// variable, and the checks that turn a bad command line into one clear line.
+// The binary and the tests that check the shipped manifests share it, so a
+// manifest is parsed exactly as the binary would parse it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/hotreload/hotreload/notifier"
+)
+
+// Config is hotreload's whole configuration.
+type Config struct {
+	VolumeDirs     []string
+	Debounce       time.Duration
+	ResyncInterval time.Duration
+	PollInterval   time.Duration
+	Poll           bool
+	ReloadOnStart  bool
+
+	Webhook       notifier.WebhookOptions // the options every --webhook-url shares
+	WebhookURLs   []string
+	Retries       int
+	MaxBackoff    time.Duration
+	ShutdownGrace time.Duration
+
+	Signal SignalConfig
+
+	ListenAddress string
+	TelemetryPath string
+	LogLevel      string
+	LogFormat     string
+
+	// Targets is filled by Parse: one per --webhook-url, plus the signal
+	// target when --signal is given.
+	Targets []notifier.Target
+}
+
+// SignalConfig is the raw command line of the signal target.
+type SignalConfig struct {
+	Signal         string
+	ProcessName    string
+	ProcessCmdline string
+	PIDFile        string
+	Force          bool
+}
+
+// Register adds every flag to app. Each flag also reads the environment
+// variable HOTRELOAD_<FLAG>, with dots and dashes as underscores.
+func (c *Config) Register(app *kingpin.Application) {
+	flag := func(name, help string) *kingpin.FlagClause {
+		env := "HOTRELOAD_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(name))
+		return app.Flag(name, help).Envar(env)
+	}
+	duration := func(name, help, def string, d *time.Duration) {
+		flag(name, help).Default(def).SetValue(durationValue{name, d})
+	}
+	count := func(name, help, def string, n *int) {
+		flag(name, help).Default(def).SetValue(countValue{name, n})
+	}
+	enum := func(name, help, def string, s *string, choices []string) {
+		flag(name, help).Default(def).SetValue(enumValue{name, s, choices})
+	}
+
+	// Watching.
+	flag("volume-dir", "Directory to watch (a mounted ConfigMap or Secret volume, or any directory). Repeatable.").
+		Required().PlaceHolder("DIR").StringsVar(&c.VolumeDirs)
+	duration("debounce", "Wait this long after the last change before reloading, so a burst reloads once; 0 reloads on the first change. A change never waits longer than 10 times this.", "100ms", &c.Debounce)
+	duration("resync-interval", "Re-hash every volume this often to catch missed events, and retry targets whose reload failed; 0 turns it off.", "2m", &c.ResyncInterval)
+	duration("poll-interval", "Poll period when inotify cannot be used, and while waiting for a volume that does not exist yet.", "5s", &c.PollInterval)
+	flag("poll", "Never use inotify; poll every --poll-interval (for filesystems without inotify).").
+		BoolVar(&c.Poll)
+	flag("reload-on-start", "Reload once at start, before any change.").
+		BoolVar(&c.ReloadOnStart)
+
+	// HTTP targets.
+	flag("webhook-url", "URL to call to reload the app; basic auth from its user info. Repeatable: each URL is its own target.").
+		PlaceHolder("URL").StringsVar(&c.WebhookURLs)
+	flag("webhook-method", "HTTP method of the reload request.").
+		Default("POST").StringVar(&c.Webhook.Method)
+	flag("webhook-status-code", "Status code that means success, such as 200 or a class such as 2xx. Repeatable.").
+		Default("200").StringsVar(&c.Webhook.StatusCodes)
+	count("webhook-retries", "Attempts per change (as configmap-reload counts them); 0 retries until the reload succeeds.", "0", &c.Retries)
+	duration("webhook-timeout", "Timeout of one reload request.", "30s", &c.Webhook.Timeout)
+	duration("webhook-max-backoff", "Longest wait between two attempts; retries back off exponentially, with jitter, up to this.", "5s", &c.MaxBackoff)
+	flag("webhook-header", `Header to send, as "Name: value". Repeatable.`).
+		PlaceHolder("HEADER").StringsVar(&c.Webhook.Headers)
+	flag("webhook-bearer-token-file", "File holding a bearer token, read at every request so a rotated token works.").
+		PlaceHolder("FILE").StringVar(&c.Webhook.BearerTokenFile)
+	flag("webhook-ca-file", "PEM file of CA certificates to trust, in addition to the system's.").
+		PlaceHolder("FILE").StringVar(&c.Webhook.CAFile)
+	flag("webhook-cert-file", "PEM client certificate for TLS; needs --webhook-key-file.").
+		PlaceHolder("FILE").StringVar(&c.Webhook.CertFile)
+	flag("webhook-key-file", "PEM key of the client certificate.").
+		PlaceHolder("FILE").StringVar(&c.Webhook.KeyFile)
+	flag("webhook-insecure-skip-verify", "Do not verify the server's certificate (for an app on localhost only).").
+		BoolVar(&c.Webhook.InsecureSkipVerify)
+
+	// Signal target.
+	flag("signal", "Signal to send to reload the app through a shared process namespace, such as SIGHUP, HUP or 1.").
+		PlaceHolder("SIGNAL").StringVar(&c.Signal.Signal)
+	flag("process-name", "Signal processes with this name (comm, or base name of the executable or argv[0]); only the topmost of a tree, such as the nginx master.").
+		PlaceHolder("NAME").StringVar(&c.Signal.ProcessName)
+	flag("process-cmdline", "Signal processes whose full command line matches this regular expression.").
+		PlaceHolder("REGEXP").StringVar(&c.Signal.ProcessCmdline)
+	flag("pid-file", "Signal the process whose pid this file holds; read at every reload.").
+		PlaceHolder("FILE").StringVar(&c.Signal.PIDFile)
+	flag("signal-force", "Send the signal even if the target does not handle it and would be terminated by it.").
+		BoolVar(&c.Signal.Force)
+
+	// Observability and lifecycle.
+	flag("web.listen-address", "Address to serve metrics and health endpoints on.").
+		Default(":9533").StringVar(&c.ListenAddress)
+	flag("web.telemetry-path", "Path of the metrics endpoint.").
+		Default("/metrics").StringVar(&c.TelemetryPath)
+	enum("log.level", "Log level: debug, info, warn or error.", "info", &c.LogLevel, []string{"debug", "info", "warn", "error"})
+	enum("log.format", "Log format: logfmt or json.", "logfmt", &c.LogFormat, []string{"logfmt", "json"})
+	duration("shutdown-grace", "On SIGTERM, how long an in-flight reload may take to finish.", "10s", &c.ShutdownGrace)
+}
+
+// Parse parses args (without the program name) into a Config, checks it and
+// builds its targets. Errors are one line naming the flag. --help and
+// --version write to out and call terminate.
+func Parse(args []string, version string, out io.Writer, terminate func(int)) (*Config, error) {
+	c := &Config{}
+	app := kingpin.New("hotreload", "Reloads an app when its mounted ConfigMaps, Secrets or directories change, by HTTP or by signal, without restarting it.")
+	app.Version(version).Writer(out).UsageWriter(out).ErrorWriter(out).Terminate(terminate)
+	app.HelpFlag.Short('h')
+	c.Register(app)
+	if _, err := app.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.buildTargets(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) check() error {
+	if c.PollInterval == 0 {
+		return errors.New("--poll-interval 0s: must be positive")
+	}
+	for _, d := range c.VolumeDirs {
+		if strings.TrimSpace(d) == "" {
+			return errors.New(`--volume-dir "": must not be empty`)
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
+		return fmt.Errorf("--web.listen-address %q: want host:port, such as :9533", c.ListenAddress)
+	}
+	if !strings.HasPrefix(c.TelemetryPath, "/") || c.TelemetryPath == "/" || strings.HasPrefix(c.TelemetryPath, "/-/") {
+		return fmt.Errorf("--web.telemetry-path %q: want a path such as /metrics, not / or /-/...", c.TelemetryPath)
+	}
+	if len(c.WebhookURLs) == 0 && c.Signal.Signal == "" {
+		return errors.New("no target: give --webhook-url or --signal")
+	}
+	return nil
+}
+
+func (c *Config) buildTargets() error {
+	seen := map[string]bool{}
+	for _, u := range c.WebhookURLs {
+		opts := c.Webhook
+		opts.URL = u
+		w, err := notifier.NewWebhook(opts)
+		if err != nil {
+			return err
+		}
+		if seen[w.Name()] {
+			return fmt.Errorf("--webhook-url %q: given twice", w.Name())
+		}
+		seen[w.Name()] = true
+		c.Targets = append(c.Targets, w)
+	}
+	return c.buildSignalTarget()
+}

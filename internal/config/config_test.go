@@ -1,0 +1,196 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+func parse(t *testing.T, args ...string) (*Config, error) {
+	t.Helper()
+	var out bytes.Buffer
+	return Parse(args, "test", &out, func(int) { t.Fatalf("terminated; output:\n%s", out.String()) })
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parse(t, "--volume-dir=/etc/config", "--webhook-url=http://127.0.0.1:9090/-/reload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"debounce", c.Debounce, 100 * time.Millisecond},
+		{"resync", c.ResyncInterval, 2 * time.Minute},
+		{"poll", c.PollInterval, 5 * time.Second},
+		{"method", c.Webhook.Method, "POST"},
+		{"status codes", strings.Join(c.Webhook.StatusCodes, ","), "200"},
+		{"retries", c.Retries, 0},
+		{"timeout", c.Webhook.Timeout, 30 * time.Second},
+		{"max backoff", c.MaxBackoff, 5 * time.Second},
+		{"listen", c.ListenAddress, ":9533"},
+		{"telemetry", c.TelemetryPath, "/metrics"},
+		{"reload on start", c.ReloadOnStart, false},
+		{"targets", len(c.Targets), 1},
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("%s = %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+}
+
+// The command line the Prometheus and Alertmanager charts give
+// configmap-reload must work unchanged, with the same meaning.
+func TestConfigmapReloadCommandLine(t *testing.T) {
+	c, err := parse(t,
+		"--volume-dir=/etc/config", "--volume-dir=/etc/secrets",
+		"--webhook-url=http://127.0.0.1:9090/-/reload", "--webhook-url=http://127.0.0.1:9093/-/reload",
+		"--webhook-method=PUT", "--webhook-status-code=204", "--webhook-retries=3",
+		"--web.listen-address=:8080", "--web.telemetry-path=/custom",
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.VolumeDirs, ","); got != "/etc/config,/etc/secrets" {
+		t.Errorf("volume dirs = %s", got)
+	}
+	if len(c.Targets) != 2 || c.Targets[0].Name() != "http://127.0.0.1:9090/-/reload" || c.Targets[1].Name() != "http://127.0.0.1:9093/-/reload" {
+		t.Errorf("targets = %v, want the two URLs", c.Targets)
+	}
+	if c.Webhook.Method != "PUT" || strings.Join(c.Webhook.StatusCodes, ",") != "204" || c.Retries != 3 || c.ListenAddress != ":8080" || c.TelemetryPath != "/custom" {
+		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	t.Setenv("HOTRELOAD_VOLUME_DIR", "/etc/a\n/etc/b")
+	t.Setenv("HOTRELOAD_WEBHOOK_URL", "http://127.0.0.1:9090/-/reload")
+	t.Setenv("HOTRELOAD_WEB_LISTEN_ADDRESS", "127.0.0.1:1234")
+	t.Setenv("HOTRELOAD_DEBOUNCE", "0s")
+	c, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.VolumeDirs, ","); got != "/etc/a,/etc/b" {
+		t.Errorf("volume dirs from env = %q", got)
+	}
+	if c.ListenAddress != "127.0.0.1:1234" || c.Debounce != 0 || len(c.Targets) != 1 {
+		t.Errorf("config from env = %+v", c)
+	}
+}
+
+func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
+	app := kingpin.New("t", "")
+	(&Config{}).Register(app)
+	for _, f := range app.Model().Flags {
+		if f.Hidden || f.Name == "help" || f.Name == "version" {
+			continue
+		}
+		want := "HOTRELOAD_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(f.Name))
+		if f.Envar != want {
+			t.Errorf("--%s reads env %q, want %q", f.Name, f.Envar, want)
+		}
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	dir := t.TempDir()
+	url := "--webhook-url=http://127.0.0.1:9090/-/reload"
+	vol := "--volume-dir=" + dir
+	tests := []struct {
+		name string
+		args []string
+		want string // in the one-line error
+	}{
+		{"unknown flag", []string{vol, url, "--frobnicate"}, "unknown long flag '--frobnicate'"},
+		{"no volume", []string{url}, "--volume-dir"},
+		{"empty volume", []string{"--volume-dir=", url}, `--volume-dir "": must not be empty`},
+		{"no target", []string{vol}, "no target: give --webhook-url or --signal"},
+		{"url does not parse", []string{vol, "--webhook-url=::bad"}, "--webhook-url"},
+		{"url scheme", []string{vol, "--webhook-url=ftp://host/x"}, "--webhook-url"},
+		{"url twice", []string{vol, url, url}, "given twice"},
+		{"method with spaces", []string{vol, url, "--webhook-method=PO ST"}, "--webhook-method"},
+		{"status code", []string{vol, url, "--webhook-status-code=2x5"}, "--webhook-status-code"},
+		{"negative debounce", []string{vol, url, "--debounce=-1s"}, "--debounce -1s: must not be negative"},
+		{"negative timeout", []string{vol, url, "--webhook-timeout=-5s"}, "--webhook-timeout -5s: must not be negative"},
+		{"not a duration", []string{vol, url, "--resync-interval=soon"}, "resync-interval"},
+		{"zero poll interval", []string{vol, url, "--poll-interval=0"}, "--poll-interval 0s: must be positive"},
+		{"negative retries", []string{vol, url, "--webhook-retries=-1"}, "--webhook-retries -1: must not be negative"},
+		{"listen address", []string{vol, url, "--web.listen-address=9533"}, "--web.listen-address"},
+		{"telemetry path", []string{vol, url, "--web.telemetry-path=metrics"}, "--web.telemetry-path"},
+		{"telemetry path shadows health", []string{vol, url, "--web.telemetry-path=/-/healthy"}, "--web.telemetry-path"},
+		{"log level", []string{vol, url, "--log.level=loud"}, "log.level"},
+		{"header", []string{vol, url, "--webhook-header=NoColon"}, "--webhook-header"},
+		{"cert without key", []string{vol, url, "--webhook-cert-file=" + filepath.Join(dir, "c.pem")}, "--webhook-key-file"},
+		{"missing CA file", []string{vol, url, "--webhook-ca-file=" + filepath.Join(dir, "nope.pem")}, "--webhook-ca-file"},
+		{"unknown signal", []string{vol, "--signal=SIGFOO", "--process-name=nginx"}, "--signal"},
+		{"signal without process", []string{vol, "--signal=SIGHUP"}, "--process-name"},
+		{"process without signal", []string{vol, url, "--process-name=nginx"}, "need --signal"},
+		{"bad process regexp", []string{vol, "--signal=HUP", "--process-cmdline=nginx: (master"}, "--process-cmdline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse(t, tt.args...)
+			if err == nil {
+				t.Fatalf("Parse(%q) = nil error, want one naming %q", tt.args, tt.want)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) {
+				t.Errorf("error %q does not contain %q", msg, tt.want)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is not one line: %q", msg)
+			}
+		})
+	}
+}
+
+func TestSignalAndWebhookTogether(t *testing.T) {
+	c, err := parse(t, "--volume-dir=/etc/nginx", "--signal=HUP", "--process-name=nginx", "--webhook-url=http://127.0.0.1:8080/reload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tg := range c.Targets {
+		names = append(names, tg.Name())
+	}
+	if got, want := strings.Join(names, " "), "http://127.0.0.1:8080/reload signal:nginx"; got != want {
+		t.Errorf("targets = %q, want %q", got, want)
+	}
+}
+
+// The README documents every flag and every metric; this keeps it honest.
+func TestReadmeListsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := kingpin.New("t", "")
+	(&Config{}).Register(app)
+	for _, f := range app.Model().Flags {
+		if f.Hidden || f.Name == "help" || f.Name == "version" {
+			continue
+		}
+		row := regexp.MustCompile("(?m)^\\| `--" + regexp.QuoteMeta(f.Name) + "` \\| (`" + regexp.QuoteMeta(strings.Join(f.Default, ",")) + "`)? \\|")
+		if !row.Match(readme) {
+			t.Errorf("README's flag table has no row for --%s with default %q", f.Name, strings.Join(f.Default, ","))
+		}
+	}
+	for _, m := range []string{
+		"hotreload_reloads_total", "hotreload_reload_duration_seconds", "hotreload_last_reload_successful",
+		"hotreload_last_reload_success_timestamp_seconds", "hotreload_changes_total", "hotreload_watch_events_total",
+		"hotreload_watch_errors_total", "hotreload_watched_dirs", "hotreload_build_info",
+	} {
+		if !bytes.Contains(readme, []byte("| `"+m)) {
+			t.Errorf("README's metric table has no row for %s", m)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+// Package web serves hotreload's metrics and health endpoints.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Handler serves the metrics of reg at telemetryPath, GET /-/healthy (200
+// while the process runs) and GET /-/ready (200 once ready returns true,
+// 503 before).
+func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "hotreload is healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
+		if !ready() {
+			http.Error(w, "hotreload is not ready: a volume is not watched yet.", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "hotreload is ready.")
+	})
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>hotreload</title></head><body><h1>hotreload</h1><p><a href=%q>Metrics</a> · <a href="/-/healthy">Healthy</a> · <a href="/-/ready">Ready</a></p></body></html>`+"\n", telemetryPath)
+	})
+	return mux
+}
+
+// Server is the HTTP server of the endpoints.
+type Server struct {
+	logger log.Logger
+	ln     net.Listener
+	srv    *http.Server
+}
+
+// Listen binds addr, so that a port in use is an error at start.
+func Listen(logger log.Logger, addr string, h http.Handler) (*Server, error) {
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--web.listen-address %s: %w", addr, err)
+	}
+	return &Server{
+		logger: log.With(logger, "component", "web"),
+		ln:     ln,
+		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+	}, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Run serves until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	level.Info(s.logger).Log("msg", "listening", "address", s.ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(sctx); err != nil {
+		s.srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

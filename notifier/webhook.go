@@ -1,0 +1,597 @@
+package notifier
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/x509roots/fallback/bundle"
+)
+
+// Defaults and bounds of a webhook attempt.
+const (
+	defaultWebhookMethod  = http.MethodPost
+	defaultWebhookTimeout = 30 * time.Second
+	userAgent             = "hotreload"
+	redacted              = "xxxxx"
+
+	// maxDrain bounds how much of a response body is read so that the
+	// connection can be reused; a longer body costs a new connection.
+	maxDrain = 64 << 10
+	// maxExcerpt bounds the part of an error response quoted in the error.
+	maxExcerpt = 200
+	// maxTokenSize bounds the bearer token file, which is read at every call.
+	maxTokenSize = 16 << 10
+	// maxRedirects bounds the redirects followed in one attempt.
+	maxRedirects = 10
+	// minScrub is the shortest secret that is scrubbed from error text by
+	// value; shorter ones would mangle the message more than they protect.
+	minScrub = 4
+)
+
+// WebhookOptions configures a Webhook. Each field is the value of the flag
+// named in its comment.
+type WebhookOptions struct {
+	URL                string        // --webhook-url; http or https; userinfo = basic auth
+	Method             string        // --webhook-method; "" means POST; an HTTP token
+	StatusCodes        []string      // --webhook-status-code; each "200" or a class "2xx"; empty means ["200"]
+	Timeout            time.Duration // --webhook-timeout, per attempt; 0 means 30s; negative is an error
+	Headers            []string      // --webhook-header "Name: value"
+	BearerTokenFile    string        // --webhook-bearer-token-file, read at every call (rotated tokens work)
+	CAFile             string        // --webhook-ca-file, PEM, added to the system pool
+	CertFile, KeyFile  string        // --webhook-cert-file / --webhook-key-file: client cert; both or neither
+	InsecureSkipVerify bool          // --webhook-insecure-skip-verify
+}
+
+// Webhook reloads an application by calling one URL, for example
+// Prometheus's /-/reload. It is a Target: Notify makes one HTTP request and
+// succeeds only when the status code is one of the wanted ones; retrying is
+// up to the caller. A Webhook is safe for concurrent use.
+//
+// Each attempt is bounded by the timeout. Redirects are followed, up to 10,
+// as long as they stay on the same host, keep the method and do not go from
+// https to http. Any other redirect is a failed attempt that names the new
+// location: one that would turn a POST into a GET (301, 302 and 303 do)
+// would not reach the app as a reload, and one to another host would carry
+// the headers there.
+//
+// Name, and every error that Notify returns, carries no credential: the URL's
+// password and query values are redacted, and header values and the bearer
+// token are never printed.
+type Webhook struct {
+	name      string        // the redacted URL
+	op        string        // method and name, the context of every Notify error
+	method    string        // the HTTP method
+	url       *url.URL      // the URL without userinfo
+	user      *url.Userinfo // basic auth, or nil
+	header    http.Header   // --webhook-header, without Host
+	host      string        // a Host header, or ""
+	tokenFile string        // --webhook-bearer-token-file, or ""
+	match     func(code int) bool
+	want      string // the wanted status codes, for messages
+	timeout   time.Duration
+	secrets   []string // values to scrub from error text
+	client    *http.Client
+}
+
+var _ Target = (*Webhook)(nil)
+
+// NewWebhook checks opts and returns a Webhook. Each problem is reported in
+// one line that names the flag, such as
+// `--webhook-method "PO ST": not a valid HTTP method`.
+//
+// The CA, certificate and key files must be readable now; the certificate
+// and key are read again at every TLS handshake, so rotated ones are used
+// on the next connection. The bearer token file may appear later (a
+// projected token): it is read at every call.
+func NewWebhook(opts WebhookOptions) (*Webhook, error) {
+	u, err := parseWebhookURL(opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	w := &Webhook{
+		name:      redactURL(u),
+		method:    opts.Method,
+		user:      u.User,
+		tokenFile: opts.BearerTokenFile,
+		timeout:   opts.Timeout,
+		header:    make(http.Header),
+	}
+	if w.method == "" {
+		w.method = defaultWebhookMethod
+	}
+	if !isToken(w.method) {
+		return nil, fmt.Errorf("--webhook-method %q: not a valid HTTP method", opts.Method)
+	}
+	w.op = w.method + " " + w.name
+
+	codes := opts.StatusCodes
+	if len(codes) == 0 {
+		codes = []string{"200"}
+	}
+	if w.match, w.want, err = parseStatusCodes(codes); err != nil {
+		return nil, err
+	}
+
+	switch {
+	case opts.Timeout < 0:
+		return nil, fmt.Errorf("--webhook-timeout %s: must not be negative", opts.Timeout)
+	case opts.Timeout == 0:
+		w.timeout = defaultWebhookTimeout
+	}
+
+	if err := w.parseHeaders(opts.Headers); err != nil {
+		return nil, err
+	}
+	if err := w.checkAuthorization(opts); err != nil {
+		return nil, err
+	}
+	if opts.BearerTokenFile != "" {
+		// The file may not exist yet, but a directory will never do.
+		if fi, err := os.Stat(opts.BearerTokenFile); err == nil && fi.IsDir() {
+			return nil, fmt.Errorf("--webhook-bearer-token-file %s: is a directory", opts.BearerTokenFile)
+		}
+	}
+
+	tlsConfig, err := newTLSConfig(opts, u.Scheme == "https")
+	if err != nil {
+		return nil, err
+	}
+	w.client = &http.Client{Transport: newTransport(tlsConfig), CheckRedirect: checkRedirect}
+
+	w.url = new(url.URL)
+	*w.url = *u
+	w.url.User = nil
+
+	// Secrets that must never reach an error message, even if the app
+	// echoes them back in its response body.
+	if p, ok := u.User.Password(); ok {
+		basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p))
+		w.secrets = append(w.secrets, basic, p, url.QueryEscape(p), url.PathEscape(p))
+	}
+	for _, vs := range u.Query() {
+		w.secrets = append(w.secrets, vs...)
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if _, v, ok := strings.Cut(kv, "="); ok {
+			w.secrets = append(w.secrets, v)
+		}
+	}
+	for _, vs := range w.header {
+		w.secrets = append(w.secrets, vs...)
+	}
+	return w, nil
+}
+
+// parseWebhookURL parses and checks --webhook-url. Errors quote the URL
+// with its credentials redacted.
+func parseWebhookURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error quotes the whole URL; keep only its cause.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("--webhook-url %q: %w", redactRawURL(raw), err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("--webhook-url %q: scheme must be http or https", redactURL(u))
+	case u.Host == "":
+		return nil, fmt.Errorf("--webhook-url %q: no host", redactURL(u))
+	case strings.Contains(raw, "#"):
+		return nil, fmt.Errorf("--webhook-url %q: must not have a fragment (#...)", redactURL(u))
+	}
+	return u, nil
+}
+
+// parseHeaders fills w.header and w.host from --webhook-header values.
+// Messages name the header but never quote its value.
+func (w *Webhook) parseHeaders(headers []string) error {
+	for _, h := range headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok {
+			// Without a colon, name and value cannot be told apart:
+			// quote the first word only.
+			shown, _, more := strings.Cut(name, " ")
+			if more {
+				shown += " ..."
+			}
+			return fmt.Errorf("--webhook-header %q: want \"Name: value\"", shown)
+		}
+		if !isToken(name) {
+			return fmt.Errorf("--webhook-header %q: not a valid header name", name)
+		}
+		value = strings.TrimSpace(value)
+		if strings.ContainsFunc(value, isControl) {
+			return fmt.Errorf("--webhook-header %q: value has a control character", name)
+		}
+		if http.CanonicalHeaderKey(name) == "Host" {
+			if value == "" {
+				return fmt.Errorf("--webhook-header %q: empty host", name)
+			}
+			w.host = value
+			continue
+		}
+		w.header.Add(name, value)
+	}
+	return nil
+}
+
+// checkAuthorization rejects more than one source of the Authorization
+// header, since one would silently replace the other.
+func (w *Webhook) checkAuthorization(opts WebhookOptions) error {
+	_, header := w.header["Authorization"]
+	switch {
+	case header && opts.BearerTokenFile != "":
+		return errors.New("--webhook-header \"Authorization\" and --webhook-bearer-token-file both set Authorization: use one")
+	case header && w.user != nil:
+		return errors.New("--webhook-header \"Authorization\" and the user in --webhook-url both set Authorization: use one")
+	case w.user != nil && opts.BearerTokenFile != "":
+		return errors.New("--webhook-bearer-token-file and the user in --webhook-url both set Authorization: use one")
+	}
+	return nil
+}
+
+// newTLSConfig builds the client's TLS configuration: the system roots (for an
+// https URL) plus --webhook-ca-file, and a client certificate read at every
+// handshake.
+func newTLSConfig(opts WebhookOptions, https bool) (*tls.Config, error) {
+	var pool *x509.CertPool // nil: the system's, for an http URL that redirects to https
+	if https || opts.CAFile != "" {
+		pool = rootPool()
+	}
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-ca-file %s: %w", opts.CAFile, err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--webhook-ca-file %s: no certificates found", opts.CAFile)
+		}
+	}
+	cfg := &tls.Config{
+		RootCAs:            pool,
+		InsecureSkipVerify: opts.InsecureSkipVerify, //nolint:gosec // asked for by --webhook-insecure-skip-verify
+		MinVersion:         tls.VersionTLS12,
+	}
+	switch {
+	case (opts.CertFile == "") != (opts.KeyFile == ""):
+		return nil, errors.New("--webhook-cert-file and --webhook-key-file go together")
+	case opts.CertFile != "":
+		certFile, keyFile := opts.CertFile, opts.KeyFile
+		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+			return nil, fmt.Errorf("--webhook-cert-file %s with --webhook-key-file %s: %w", certFile, keyFile, err)
+		}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				return nil, fmt.Errorf("load client certificate: %w", err)
+			}
+			return &cert, nil
+		}
+	}
+	return cfg, nil
+}
+
+// rootPool returns the system's roots or, where the system has none (an
+// image built from scratch or distroless/static without a CA bundle), the
+// Mozilla roots that x/crypto bundles. They are parsed here, for an https
+// target only, rather than at every start by importing x509roots/fallback:
+// that costs about 0.7 MB of heap that an http-only sidecar never needs.
+func rootPool() *x509.CertPool {
+	if pool, err := x509.SystemCertPool(); err == nil && !pool.Equal(x509.NewCertPool()) {
+		return pool
+	}
+	pool := x509.NewCertPool()
+	for root := range bundle.Roots() {
+		cert, err := x509.ParseCertificate(root.Certificate)
+		if err != nil {
+			continue // the bundle is tested upstream; skip rather than fail a reload
+		}
+		if root.Constraint != nil {
+			pool.AddCertWithConstraint(cert, root.Constraint)
+		} else {
+			pool.AddCert(cert)
+		}
+	}
+	return pool
+}
+
+// newTransport returns a transport like http.DefaultTransport, of our own so
+// that its TLS configuration and idle connections are ours alone.
+func newTransport(tlsConfig *tls.Config) *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       tlsConfig,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          10,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// checkRedirect follows up to maxRedirects redirects that stay on the same
+// host, keep the method and do not downgrade from https to http. The host
+// must stay because Go sends custom headers, which may hold a credential,
+// on to any host.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	switch {
+	case len(via) >= maxRedirects:
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	case req.URL.Hostname() != first.URL.Hostname():
+		return fmt.Errorf("redirected to %s: refusing to follow to another host", redactURL(req.URL))
+	case req.Method != first.Method:
+		return fmt.Errorf("redirected to %s, which would turn %s into %s: point --webhook-url there",
+			redactURL(req.URL), first.Method, req.Method)
+	case via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https":
+		return fmt.Errorf("redirected to %s: refusing to leave https", redactURL(req.URL))
+	}
+	return nil
+}
+
+// Name returns the URL with its password and every query value replaced by
+// xxxxx: the name of the target in logs and metric labels.
+func (w *Webhook) Name() string { return w.name }
+
+// Notify makes one request and returns nil if the status code is a wanted
+// one. A failed attempt is reported as "METHOD NAME: problem"; an unwanted
+// status comes with the first line of the response body, where apps such as
+// Prometheus say what is wrong with the configuration.
+func (w *Webhook) Notify(ctx context.Context) error {
+	attempt, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	req, token, err := w.newRequest(attempt)
+	if err != nil {
+		return w.fail(err.Error(), err)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return w.transportError(ctx, attempt, err, token)
+	}
+	defer resp.Body.Close()
+	head := make([]byte, 4<<10)
+	n, _ := io.ReadFull(resp.Body, head)
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	if w.match(resp.StatusCode) {
+		return nil
+	}
+	msg := fmt.Sprintf("status %d, want %s", resp.StatusCode, w.want)
+	if e := excerpt(head[:n]); e != "" {
+		msg += ": " + e
+	}
+	return w.fail(msg, nil, token)
+}
+
+// newRequest builds the request of one attempt, reading the bearer token,
+// which it also returns.
+func (w *Webhook) newRequest(ctx context.Context) (req *http.Request, token string, err error) {
+	req, err = http.NewRequestWithContext(ctx, w.method, w.url.String(), http.NoBody)
+	if err != nil {
+		return nil, "", fmt.Errorf("build request: %w", err)
+	}
+	for name, values := range w.header {
+		req.Header[name] = append([]string(nil), values...)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	if w.host != "" {
+		req.Host = w.host
+	}
+	if w.user != nil {
+		p, _ := w.user.Password()
+		req.SetBasicAuth(w.user.Username(), p)
+	}
+	if w.tokenFile != "" {
+		if token, err = readToken(w.tokenFile); err != nil {
+			return nil, "", err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req, token, nil
+}
+
+// readToken reads a bearer token file, which must hold one non-empty line.
+func readToken(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read bearer token: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
+	if err != nil {
+		return "", fmt.Errorf("read bearer token: %w", err)
+	}
+	if len(b) > maxTokenSize {
+		return "", fmt.Errorf("bearer token file %s: larger than %d bytes", path, maxTokenSize)
+	}
+	token := strings.TrimSpace(string(b))
+	switch {
+	case token == "":
+		return "", fmt.Errorf("bearer token file %s: empty", path)
+	case strings.ContainsFunc(token, isControl):
+		return "", fmt.Errorf("bearer token file %s: more than one line, or a control character", path)
+	}
+	return token, nil
+}
+
+// transportError turns an error from the client into a short message. The
+// client's *url.Error quotes the URL with its query, so only its cause is
+// kept.
+func (w *Webhook) transportError(parent, attempt context.Context, err error, token string) error {
+	fail := func(msg string, cause error) error { return w.fail(msg, cause, token) }
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	var unknownCA x509.UnknownAuthorityError
+	var certErr *tls.CertificateVerificationError
+	switch {
+	case parent.Err() != nil:
+		return fail(context.Cause(parent).Error(), context.Cause(parent))
+	case errors.Is(attempt.Err(), context.DeadlineExceeded):
+		return fail(fmt.Sprintf("timed out after %s", w.timeout), context.DeadlineExceeded)
+	case isConnRefused(err):
+		return fail("connection refused", err)
+	case isConnReset(err):
+		return fail("connection reset by the app", err)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fail("connection closed by the app before a response", err)
+	case errors.As(err, &unknownCA):
+		return fail("TLS: certificate signed by an unknown authority (trust it with --webhook-ca-file)", err)
+	case errors.As(err, &certErr):
+		return fail("TLS: "+certErr.Err.Error(), err)
+	}
+	return fail(err.Error(), err)
+}
+
+// fail returns the error of a failed attempt: w.op, then msg with every
+// known secret, and the extra ones, scrubbed out. cause, if not nil, is what
+// errors.Is and errors.As see; its text is not used.
+func (w *Webhook) fail(msg string, cause error, extra ...string) error {
+	secrets := slices.Concat(extra, w.secrets)
+	// Longest first, so that a secret inside another goes with it.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range secrets {
+		if len(s) >= minScrub {
+			msg = strings.ReplaceAll(msg, s, redacted)
+		}
+	}
+	return &attemptError{msg: w.op + ": " + msg, cause: cause}
+}
+
+// attemptError is a failed attempt. Its message is built from the redacted
+// name only; the cause is kept for errors.Is and errors.As.
+type attemptError struct {
+	msg   string
+	cause error
+}
+
+func (e *attemptError) Error() string { return e.msg }
+func (e *attemptError) Unwrap() error { return e.cause }
+
+// excerpt returns the first non-empty line of body, without control
+// characters or invalid UTF-8, cut to maxExcerpt bytes.
+func excerpt(body []byte) string {
+	var line string
+	for l := range strings.Lines(string(body)) {
+		if line = strings.TrimSpace(l); line != "" {
+			break
+		}
+	}
+	line = strings.ToValidUTF8(line, "")
+	line = strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return -1
+		}
+		return r
+	}, line)
+	line = strings.TrimSpace(line)
+	if len(line) <= maxExcerpt {
+		return line
+	}
+	const ellipsis = "..."
+	cut := maxExcerpt - len(ellipsis)
+	for cut > 0 && !isRuneStart(line[cut]) {
+		cut--
+	}
+	return line[:cut] + ellipsis
+}
+
+// isConnRefused reports that nothing listens at the address: the app is
+// not up yet.
+func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// isConnReset reports that the app dropped the connection.
+func isConnReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// isControl reports a C0 or C1 control character or DEL.
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+
+// isToken reports whether s is an HTTP token (RFC 9110, 5.6.2), as a method
+// or a header name must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// redactURL returns u as a string with the password and every non-empty
+// query value replaced by xxxxx. Query keys and their order are kept.
+func redactURL(u *url.URL) string {
+	r := *u
+	if r.User != nil {
+		if _, ok := r.User.Password(); ok {
+			r.User = url.UserPassword(r.User.Username(), redacted)
+		}
+	}
+	if r.RawQuery != "" {
+		parts := strings.Split(r.RawQuery, "&")
+		for i, p := range parts {
+			if k, v, ok := strings.Cut(p, "="); ok && v != "" {
+				parts[i] = k + "=" + redacted
+			}
+		}
+		r.RawQuery = strings.Join(parts, "&")
+	}
+	return r.String()
+}
+
+// redactRawURL redacts a URL that does not parse, as well as it can: the
+// password in the authority and the whole query are replaced.
+func redactRawURL(raw string) string {
+	s := raw
+	var query bool
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		query = s[i] == '?'
+		s = s[:i]
+	}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		authority, path := rest, ""
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			authority, path = rest[:i], rest[i:]
+		}
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			if user, _, ok := strings.Cut(authority[:at], ":"); ok {
+				authority = user + ":" + redacted + authority[at:]
+			}
+		}
+		s = scheme + "://" + authority + path
+	}
+	if query {
+		s += "?" + redacted
+	}
+	return s
+}

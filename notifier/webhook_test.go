@@ -1,0 +1,748 @@
+package notifier
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// newTestWebhook returns a Webhook for opts and closes its idle connections
+// when the test ends, so that goleak sees no client goroutines.
+func newTestWebhook(t *testing.T, opts WebhookOptions) *Webhook {
+	t.Helper()
+	w, err := NewWebhook(opts)
+	if err != nil {
+		t.Fatalf("NewWebhook: %v", err)
+	}
+	t.Cleanup(w.client.CloseIdleConnections)
+	return w
+}
+
+// startServer starts an httptest server that is closed when the test ends.
+func startServer(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// request is what a test server saw of one request.
+type request struct {
+	method, host, path string
+	header             http.Header
+	body               string
+	contentLength      int64
+}
+
+// recorder is a handler that records every request and answers with a
+// status and a body.
+type recorder struct {
+	status int    // 0 means 200
+	body   string // the response body
+	mu     sync.Mutex
+	seen   []request
+}
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rec.mu.Lock()
+	rec.seen = append(rec.seen, request{
+		method: r.Method, host: r.Host, path: r.URL.Path,
+		header: r.Header.Clone(), body: string(body), contentLength: r.ContentLength,
+	})
+	status := rec.status
+	rec.mu.Unlock()
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, rec.body)
+}
+
+// last returns the last request seen, failing the test if there was none.
+func (rec *recorder) last(t *testing.T) request {
+	t.Helper()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.seen) == 0 {
+		t.Fatal("the server saw no request")
+	}
+	return rec.seen[len(rec.seen)-1]
+}
+
+func (rec *recorder) count() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return len(rec.seen)
+}
+
+// writeFile writes content to name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// closedAddr returns the address of a listener that is already closed:
+// connecting to it is refused.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func TestNewWebhookValidation(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := writeFile(t, dir, "not.pem", "hello\n")
+	missing := filepath.Join(dir, "missing")
+	ca := newTestCA(t)
+	certFile, keyFile := ca.writeClientCert(t, dir, "client")
+	_, otherKey := ca.writeClientCert(t, t.TempDir(), "other")
+	const url = "http://127.0.0.1:9090/-/reload"
+
+	tests := []struct {
+		name    string
+		opts    WebhookOptions
+		wantErr string // "" means valid
+		secret  string // must not appear in the error
+	}{
+		{name: "minimal", opts: WebhookOptions{URL: url}},
+		{name: "everything", opts: WebhookOptions{
+			URL: "https://127.0.0.1:9090/-/reload?x=1", Method: "PUT", StatusCodes: []string{"200", "2xx,204"},
+			Timeout: time.Second, Headers: []string{"X-A: b", "Host: app", "X-Empty:"},
+			BearerTokenFile: missing, CAFile: ca.file, CertFile: certFile, KeyFile: keyFile,
+		}},
+		{name: "bearer token file may appear later", opts: WebhookOptions{URL: url, BearerTokenFile: missing}},
+		{name: "class in capitals", opts: WebhookOptions{URL: url, StatusCodes: []string{"2XX"}}},
+
+		{name: "no scheme", opts: WebhookOptions{URL: "localhost:9090/-/reload"},
+			wantErr: `--webhook-url "localhost:9090/-/reload": scheme must be http or https`},
+		{name: "empty URL", opts: WebhookOptions{},
+			wantErr: `--webhook-url "": scheme must be http or https`},
+		{name: "other scheme", opts: WebhookOptions{URL: "ftp://example.com/"},
+			wantErr: `--webhook-url "ftp://example.com/": scheme must be http or https`},
+		{name: "no host", opts: WebhookOptions{URL: "http:///-/reload"},
+			wantErr: `--webhook-url "http:///-/reload": no host`},
+		{name: "fragment", opts: WebhookOptions{URL: url + "#top"},
+			wantErr: `--webhook-url "http://127.0.0.1:9090/-/reload#top": must not have a fragment`},
+		{name: "does not parse", opts: WebhookOptions{URL: "http://127.0.0.1:90 90/"},
+			wantErr: `--webhook-url "http://127.0.0.1:90 90/": invalid port`},
+		{name: "does not parse, with a password", opts: WebhookOptions{URL: "http://admin:s3cret-pw@127.0.0.1:90 90/?token=s3cret-q"},
+			wantErr: `--webhook-url "http://admin:xxxxx@127.0.0.1:90 90/?xxxxx": invalid port`, secret: "s3cret"},
+		{name: "scheme error with a password", opts: WebhookOptions{URL: "ftp://admin:s3cret-pw@h/?token=s3cret-q"},
+			wantErr: `--webhook-url "ftp://admin:xxxxx@h/?token=xxxxx": scheme must be`, secret: "s3cret"},
+
+		{name: "method with a space", opts: WebhookOptions{URL: url, Method: "PO ST"},
+			wantErr: `--webhook-method "PO ST": not a valid HTTP method`},
+		{name: "method with a slash", opts: WebhookOptions{URL: url, Method: "POST/1"},
+			wantErr: `--webhook-method "POST/1": not a valid HTTP method`},
+
+		{name: "status code pattern", opts: WebhookOptions{URL: url, StatusCodes: []string{"2x5"}},
+			wantErr: `--webhook-status-code "2x5": want a code such as 200 or a class such as 2xx`},
+		{name: "status code too high", opts: WebhookOptions{URL: url, StatusCodes: []string{"200", "600"}},
+			wantErr: `--webhook-status-code "600": want a code`},
+		{name: "status code in a list", opts: WebhookOptions{URL: url, StatusCodes: []string{"200,20"}},
+			wantErr: `--webhook-status-code "20": want a code`},
+		{name: "empty status code", opts: WebhookOptions{URL: url, StatusCodes: []string{""}},
+			wantErr: `--webhook-status-code "": want a code`},
+
+		{name: "negative timeout", opts: WebhookOptions{URL: url, Timeout: -time.Second},
+			wantErr: `--webhook-timeout -1s: must not be negative`},
+
+		{name: "header without a colon", opts: WebhookOptions{URL: url, Headers: []string{"Foo"}},
+			wantErr: `--webhook-header "Foo": want "Name: value"`},
+		{name: "header without a colon hides the rest", opts: WebhookOptions{URL: url, Headers: []string{"Authorization Bearer s3cret-h"}},
+			wantErr: `--webhook-header "Authorization ...": want "Name: value"`, secret: "s3cret"},
+		{name: "header name with a space", opts: WebhookOptions{URL: url, Headers: []string{"X Token: s3cret-h"}},
+			wantErr: `--webhook-header "X Token": not a valid header name`, secret: "s3cret"},
+		{name: "header without a name", opts: WebhookOptions{URL: url, Headers: []string{": s3cret-h"}},
+			wantErr: `--webhook-header "": not a valid header name`, secret: "s3cret"},
+		{name: "header value with a newline", opts: WebhookOptions{URL: url, Headers: []string{"X-Token: s3cret\nEvil: 1"}},
+			wantErr: `--webhook-header "X-Token": value has a control character`, secret: "s3cret"},
+		{name: "empty Host header", opts: WebhookOptions{URL: url, Headers: []string{"Host: "}},
+			wantErr: `--webhook-header "Host": empty host`},
+		{name: "Authorization header and token file", opts: WebhookOptions{URL: url, Headers: []string{"authorization: Basic s3cret-h"}, BearerTokenFile: missing},
+			wantErr: `--webhook-header "Authorization" and --webhook-bearer-token-file both set Authorization`, secret: "s3cret"},
+		{name: "Authorization header and user in URL", opts: WebhookOptions{URL: "http://u:p@h/", Headers: []string{"Authorization: x"}},
+			wantErr: `--webhook-header "Authorization" and the user in --webhook-url both set Authorization`},
+		{name: "user in URL and token file", opts: WebhookOptions{URL: "http://u:p@h/", BearerTokenFile: missing},
+			wantErr: `--webhook-bearer-token-file and the user in --webhook-url both set Authorization`},
+
+		{name: "token file is a directory", opts: WebhookOptions{URL: url, BearerTokenFile: dir},
+			wantErr: fmt.Sprintf(`--webhook-bearer-token-file %s: is a directory`, dir)},
+
+		{name: "CA file missing", opts: WebhookOptions{URL: url, CAFile: missing},
+			wantErr: fmt.Sprintf(`--webhook-ca-file %s: open %s: no such file or directory`, missing, missing)},
+		{name: "CA file without certificates", opts: WebhookOptions{URL: url, CAFile: notPEM},
+			wantErr: fmt.Sprintf(`--webhook-ca-file %s: no certificates found`, notPEM)},
+		{name: "cert without key", opts: WebhookOptions{URL: url, CertFile: certFile},
+			wantErr: `--webhook-cert-file and --webhook-key-file go together`},
+		{name: "key without cert", opts: WebhookOptions{URL: url, KeyFile: keyFile},
+			wantErr: `--webhook-cert-file and --webhook-key-file go together`},
+		{name: "cert file missing", opts: WebhookOptions{URL: url, CertFile: missing, KeyFile: keyFile},
+			wantErr: fmt.Sprintf(`--webhook-cert-file %s with --webhook-key-file %s: open %s: no such file or directory`, missing, keyFile, missing)},
+		{name: "key of another cert", opts: WebhookOptions{URL: url, CertFile: certFile, KeyFile: otherKey},
+			wantErr: fmt.Sprintf(`--webhook-cert-file %s with --webhook-key-file %s: tls: private key does not match public key`, certFile, otherKey)},
+		{name: "cert file is not PEM", opts: WebhookOptions{URL: url, CertFile: notPEM, KeyFile: keyFile},
+			wantErr: fmt.Sprintf(`--webhook-cert-file %s with --webhook-key-file %s: tls:`, notPEM, keyFile)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := NewWebhook(tt.opts)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("NewWebhook: %v", err)
+				}
+				w.client.CloseIdleConnections()
+				return
+			}
+			if err == nil {
+				t.Fatalf("NewWebhook succeeded, want an error containing %q", tt.wantErr)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.wantErr) {
+				t.Errorf("NewWebhook error = %q, want it to contain %q", msg, tt.wantErr)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("NewWebhook error = %q, want one line", msg)
+			}
+			if tt.secret != "" && strings.Contains(msg, tt.secret) {
+				t.Errorf("NewWebhook error = %q, contains the secret %q", msg, tt.secret)
+			}
+		})
+	}
+}
+
+func TestParseStatusCodes(t *testing.T) {
+	tests := []struct {
+		name    string
+		specs   []string
+		match   []int
+		nomatch []int
+		wantErr string
+	}{
+		{name: "none means 200", specs: nil, match: []int{200}, nomatch: []int{201, 204, 500}},
+		{name: "exact", specs: []string{"204"}, match: []int{204}, nomatch: []int{200, 205}},
+		{name: "list", specs: []string{"200", "202"}, match: []int{200, 202}, nomatch: []int{201}},
+		{name: "comma list", specs: []string{"200, 202"}, match: []int{200, 202}, nomatch: []int{201}},
+		{name: "class", specs: []string{"2xx"}, match: []int{200, 204, 299}, nomatch: []int{199, 300, 500}},
+		{name: "class in capitals", specs: []string{"3XX"}, match: []int{301}, nomatch: []int{200}},
+		{name: "class and code", specs: []string{"2xx", "304"}, match: []int{201, 304}, nomatch: []int{301}},
+		{name: "letters", specs: []string{"ok"}, wantErr: `--webhook-status-code "ok": want a code such as 200 or a class such as 2xx`},
+		{name: "partial class", specs: []string{"2x5"}, wantErr: `--webhook-status-code "2x5"`},
+		{name: "class 6", specs: []string{"6xx"}, wantErr: `--webhook-status-code "6xx"`},
+		{name: "too long", specs: []string{"2000"}, wantErr: `--webhook-status-code "2000"`},
+		{name: "signed", specs: []string{"+20"}, wantErr: `--webhook-status-code "+20"`},
+		{name: "below 100", specs: []string{"099"}, wantErr: `--webhook-status-code "099"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			match, err := ParseStatusCodes(tt.specs)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseStatusCodes(%q) error = %v, want one containing %q", tt.specs, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseStatusCodes(%q): %v", tt.specs, err)
+			}
+			for _, code := range tt.match {
+				if !match(code) {
+					t.Errorf("ParseStatusCodes(%q) does not match %d", tt.specs, code)
+				}
+			}
+			for _, code := range tt.nomatch {
+				if match(code) {
+					t.Errorf("ParseStatusCodes(%q) matches %d", tt.specs, code)
+				}
+			}
+		})
+	}
+}
+
+func TestNotifyStatus(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes
+	tests := []struct {
+		name    string
+		codes   []string
+		status  int
+		body    string
+		wantErr string // the whole message after "POST <url>: "; "" means success
+	}{
+		{name: "200 by default", status: 200, body: "ok"},
+		{name: "204 is not 200", status: 204, wantErr: "status 204, want 200"},
+		{name: "in a list", codes: []string{"200", "204"}, status: 204},
+		{name: "not in a list", codes: []string{"200", "204"}, status: 202, wantErr: "status 202, want 200 or 204"},
+		{name: "class", codes: []string{"2xx"}, status: 202},
+		{name: "outside the class", codes: []string{"2xx"}, status: 302, wantErr: "status 302, want 2xx"},
+		{name: "prometheus rejects the config", status: 500,
+			body:    "failed to reload config: couldn't load configuration (--config.file=\"/etc/prometheus/prometheus.yml\"): parsing YAML file: yaml: line 3\n",
+			wantErr: `status 500, want 200: failed to reload config: couldn't load configuration (--config.file="/etc/prometheus/prometheus.yml"): parsing YAML file: yaml: line 3`},
+		{name: "first line only", status: 500, body: "\n\n  first line \r\nsecond line\n",
+			wantErr: "status 500, want 200: first line"},
+		{name: "control characters stripped", status: 500, body: "\x1b[31mbad\x07 config\x00",
+			wantErr: "status 500, want 200: [31mbad config"},
+		{name: "invalid UTF-8 dropped", status: 500, body: "bad \xff\xfeconfig",
+			wantErr: "status 500, want 200: bad config"},
+		{name: "long body cut at 200 bytes", status: 500, body: long,
+			wantErr: "status 500, want 200: " + strings.Repeat("é", 98) + "..."},
+		{name: "empty body", status: 503, wantErr: "status 503, want 200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{status: tt.status, body: tt.body}
+			srv := startServer(t, rec.ServeHTTP)
+			w := newTestWebhook(t, WebhookOptions{URL: srv.URL + "/-/reload", StatusCodes: tt.codes})
+			err := w.Notify(t.Context())
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Notify: %v", err)
+				}
+				return
+			}
+			want := "POST " + srv.URL + "/-/reload: " + tt.wantErr
+			if err == nil || err.Error() != want {
+				t.Fatalf("Notify error = %v,\nwant %s", err, want)
+			}
+			if rec.count() != 1 {
+				t.Errorf("the server saw %d requests, want 1", rec.count())
+			}
+		})
+	}
+}
+
+func TestNotifyDrainsTheBody(t *testing.T) {
+	// A body larger than the excerpt but within the drain limit must be
+	// read to the end, so that the next attempt reuses the connection.
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, strings.Repeat("x", 32<<10))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL})
+	for range 3 {
+		if err := w.Notify(t.Context()); err == nil {
+			t.Fatal("Notify succeeded, want status 500")
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("3 attempts used %d connections, want 1", n)
+	}
+}
+
+func TestNotifyMethod(t *testing.T) {
+	for _, tt := range []struct{ method, want string }{
+		{"", "POST"},
+		{"POST", "POST"},
+		{"PUT", "PUT"},
+		{"GET", "GET"},
+	} {
+		t.Run(tt.want+"/"+tt.method, func(t *testing.T) {
+			rec := &recorder{}
+			srv := startServer(t, rec.ServeHTTP)
+			w := newTestWebhook(t, WebhookOptions{URL: srv.URL + "/-/reload", Method: tt.method})
+			if err := w.Notify(t.Context()); err != nil {
+				t.Fatalf("Notify: %v", err)
+			}
+			if got := rec.last(t); got.method != tt.want || got.path != "/-/reload" {
+				t.Errorf("the server saw %s %s, want %s /-/reload", got.method, got.path, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotifyRequest(t *testing.T) {
+	tests := []struct {
+		name    string
+		user    string // userinfo for the URL, with its @
+		headers []string
+		check   func(t *testing.T, r request)
+	}{
+		{name: "defaults", check: func(t *testing.T, r request) {
+			if got := r.header.Get("User-Agent"); got != "hotreload" {
+				t.Errorf("User-Agent = %q, want hotreload", got)
+			}
+			if r.body != "" || r.contentLength != 0 {
+				t.Errorf("body = %q (Content-Length %d), want empty", r.body, r.contentLength)
+			}
+			if got := r.header.Get("Authorization"); got != "" {
+				t.Errorf("Authorization = %q, want none", got)
+			}
+		}},
+		{name: "basic auth from the URL", user: "admin:pa%3Ass@", check: func(t *testing.T, r request) {
+			req := &http.Request{Header: r.header}
+			user, pass, ok := req.BasicAuth()
+			if !ok || user != "admin" || pass != "pa:ss" {
+				t.Errorf("basic auth = %q, %q, %v, want admin, pa:ss", user, pass, ok)
+			}
+		}},
+		{name: "basic auth with a user only", user: "admin@", check: func(t *testing.T, r request) {
+			req := &http.Request{Header: r.header}
+			if user, pass, ok := req.BasicAuth(); !ok || user != "admin" || pass != "" {
+				t.Errorf("basic auth = %q, %q, %v, want admin and no password", user, pass, ok)
+			}
+		}},
+		{name: "headers", headers: []string{"X-One: 1", "x-multi: a", "X-Multi:b", "X-Empty:", "X-Spaces:   a b  "}, check: func(t *testing.T, r request) {
+			for name, want := range map[string][]string{
+				"X-One": {"1"}, "X-Multi": {"a", "b"}, "X-Empty": {""}, "X-Spaces": {"a b"},
+			} {
+				if got := r.header.Values(name); strings.Join(got, "|") != strings.Join(want, "|") {
+					t.Errorf("header %s = %q, want %q", name, got, want)
+				}
+			}
+		}},
+		{name: "Host header", headers: []string{"Host: app.example:8080"}, check: func(t *testing.T, r request) {
+			if r.host != "app.example:8080" {
+				t.Errorf("Host = %q, want app.example:8080", r.host)
+			}
+		}},
+		{name: "User-Agent can be set", headers: []string{"User-Agent: mine"}, check: func(t *testing.T, r request) {
+			if got := r.header.Values("User-Agent"); len(got) != 1 || got[0] != "mine" {
+				t.Errorf("User-Agent = %q, want mine", got)
+			}
+		}},
+		{name: "Authorization header", headers: []string{"Authorization: Token abc"}, check: func(t *testing.T, r request) {
+			if got := r.header.Get("Authorization"); got != "Token abc" {
+				t.Errorf("Authorization = %q, want Token abc", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			srv := startServer(t, rec.ServeHTTP)
+			u := strings.Replace(srv.URL, "://", "://"+tt.user, 1) + "/-/reload"
+			w := newTestWebhook(t, WebhookOptions{URL: u, Headers: tt.headers})
+			if err := w.Notify(t.Context()); err != nil {
+				t.Fatalf("Notify: %v", err)
+			}
+			tt.check(t, rec.last(t))
+		})
+	}
+}
+
+func TestNotifyBearerTokenRotated(t *testing.T) {
+	rec := &recorder{}
+	srv := startServer(t, rec.ServeHTTP)
+	token := writeFile(t, t.TempDir(), "token", "first-token\n")
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL, BearerTokenFile: token})
+
+	for _, want := range []string{"first-token", "second-token"} {
+		writeFile(t, filepath.Dir(token), "token", "  "+want+"\n")
+		if err := w.Notify(t.Context()); err != nil {
+			t.Fatalf("Notify: %v", err)
+		}
+		if got := rec.last(t).header.Get("Authorization"); got != "Bearer "+want {
+			t.Errorf("Authorization = %q, want %q", got, "Bearer "+want)
+		}
+	}
+}
+
+func TestNotifyBearerTokenUnusable(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		content *string // nil: the file does not exist
+		wantErr string
+	}{
+		{name: "missing", wantErr: "read bearer token: open " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{name: "empty", content: ptr(" \n"), wantErr: "bearer token file " + filepath.Join(dir, "empty") + ": empty"},
+		{name: "two lines", content: ptr("s3cret-one\ns3cret-two\n"), wantErr: ": more than one line, or a control character"},
+		{name: "too large", content: ptr(strings.Repeat("a", maxTokenSize+1)), wantErr: ": larger than 16384 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.name)
+			if tt.content != nil {
+				writeFile(t, dir, tt.name, *tt.content)
+			}
+			rec := &recorder{}
+			srv := startServer(t, rec.ServeHTTP)
+			w := newTestWebhook(t, WebhookOptions{URL: srv.URL, BearerTokenFile: path})
+			err := w.Notify(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Notify error = %v, want one containing %q", err, tt.wantErr)
+			}
+			if !strings.HasPrefix(err.Error(), "POST "+srv.URL+": ") {
+				t.Errorf("Notify error = %q, want it to start with the method and the URL", err)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("Notify error = %q, contains the token", err)
+			}
+			if n := rec.count(); n != 0 {
+				t.Errorf("the server saw %d requests without a token, want 0", n)
+			}
+
+			// A projected token that appears later is used.
+			writeFile(t, dir, tt.name, "late-token")
+			if err := w.Notify(t.Context()); err != nil {
+				t.Fatalf("Notify once the token is there: %v", err)
+			}
+			if got := rec.last(t).header.Get("Authorization"); got != "Bearer late-token" {
+				t.Errorf("Authorization = %q, want Bearer late-token", got)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestNotifyTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release // hung until the test ends, whatever the client does
+	})
+	t.Cleanup(func() { close(release) }) // runs before srv.Close
+	const timeout = 200 * time.Millisecond
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL + "/-/reload", Timeout: timeout})
+
+	start := time.Now()
+	err := w.Notify(t.Context())
+	elapsed := time.Since(start)
+	want := "POST " + srv.URL + "/-/reload: timed out after 200ms"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Notify error = %v, want %s", err, want)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("errors.Is(%v, context.DeadlineExceeded) = false", err)
+	}
+	if elapsed < timeout || elapsed > timeout+2*time.Second {
+		t.Errorf("Notify returned after %v, want about %v", elapsed, timeout)
+	}
+}
+
+func TestNotifyContextCanceled(t *testing.T) {
+	rec := &recorder{}
+	srv := startServer(t, rec.ServeHTTP)
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := w.Notify(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Notify error = %v, want context.Canceled", err)
+	}
+	if strings.Contains(err.Error(), "timed out") {
+		t.Errorf("Notify error = %q, says timed out for a canceled context", err)
+	}
+}
+
+func TestNotifyConnectionRefused(t *testing.T) {
+	addr := closedAddr(t)
+	w := newTestWebhook(t, WebhookOptions{URL: "http://" + addr + "/-/reload"})
+	err := w.Notify(t.Context())
+	want := "POST http://" + addr + "/-/reload: connection refused"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Notify error = %v, want %s", err, want)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("errors.Is(%v, ECONNREFUSED) = false", err)
+	}
+}
+
+func TestNotifyConnectionClosed(t *testing.T) {
+	srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL})
+	err := w.Notify(t.Context())
+	want := "POST " + srv.URL + ": connection closed by the app before a response"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Notify error = %v, want %s", err, want)
+	}
+}
+
+func TestNotifyRedirect(t *testing.T) {
+	rec := &recorder{}
+	mux := http.NewServeMux()
+	mux.Handle("/-/reload", rec)
+	mux.Handle("/temporary", http.RedirectHandler("/-/reload", http.StatusTemporaryRedirect))
+	mux.Handle("/found", http.RedirectHandler("/-/reload?token=s3cret-loc", http.StatusFound))
+	mux.Handle("/elsewhere", http.RedirectHandler("http://example.com/-/reload?token=s3cret-loc", http.StatusTemporaryRedirect))
+	mux.Handle("/loop", http.RedirectHandler("/loop", http.StatusTemporaryRedirect))
+	srv := startServer(t, mux.ServeHTTP)
+
+	tests := []struct {
+		name, method, path string
+		wantErr            string
+		wantMethod         string
+	}{
+		{name: "307 keeps POST", method: "POST", path: "/temporary", wantMethod: "POST"},
+		{name: "302 after GET", method: "GET", path: "/found", wantMethod: "GET"},
+		{name: "302 would turn POST into GET", method: "POST", path: "/found",
+			wantErr: "POST " + srv.URL + "/found: redirected to " + srv.URL + "/-/reload?token=xxxxx, which would turn POST into GET: point --webhook-url there"},
+		{name: "loop", method: "POST", path: "/loop", wantErr: "POST " + srv.URL + "/loop: stopped after 10 redirects"},
+		{name: "another host", method: "POST", path: "/elsewhere",
+			wantErr: "POST " + srv.URL + "/elsewhere: redirected to http://example.com/-/reload?token=xxxxx: refusing to follow to another host"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := rec.count()
+			w := newTestWebhook(t, WebhookOptions{URL: srv.URL + tt.path, Method: tt.method})
+			err := w.Notify(t.Context())
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("Notify error = %v,\nwant %s", err, tt.wantErr)
+				}
+				if rec.count() != before {
+					t.Errorf("the reload endpoint was called")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Notify: %v", err)
+			}
+			if got := rec.last(t).method; got != tt.wantMethod {
+				t.Errorf("the reload endpoint saw %s, want %s", got, tt.wantMethod)
+			}
+		})
+	}
+}
+
+func TestNotifyConcurrent(t *testing.T) {
+	rec := &recorder{}
+	srv := startServer(t, rec.ServeHTTP)
+	token := writeFile(t, t.TempDir(), "token", "t0")
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL, BearerTokenFile: token, Headers: []string{"X-A: 1"}})
+	const goroutines, calls = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*calls)
+	for range goroutines {
+		wg.Go(func() {
+			for range calls {
+				errs <- w.Notify(t.Context())
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("Notify: %v", err)
+		}
+	}
+	if n := rec.count(); n != goroutines*calls {
+		t.Errorf("the server saw %d requests, want %d", n, goroutines*calls)
+	}
+}
+
+func TestWebhookName(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"http://127.0.0.1:9090/-/reload", "http://127.0.0.1:9090/-/reload"},
+		{"http://admin:s3cret@127.0.0.1:9090/-/reload", "http://admin:xxxxx@127.0.0.1:9090/-/reload"},
+		{"http://admin@127.0.0.1:9090/-/reload", "http://admin@127.0.0.1:9090/-/reload"},
+		{"https://h/x?token=abc&b=2&flag&empty=", "https://h/x?token=xxxxx&b=xxxxx&flag&empty="},
+		{"HTTP://h:80/a%20b?q=a%20b", "http://h:80/a%20b?q=xxxxx"},
+		{"http://[::1]:9090/", "http://[::1]:9090/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			w := newTestWebhook(t, WebhookOptions{URL: tt.url})
+			if got := w.Name(); got != tt.want {
+				t.Errorf("Name() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNoCredentialInNamesOrErrors makes every kind of failed attempt, with
+// an app that echoes every credential back, and checks that neither the
+// name nor the error shows one.
+func TestNoCredentialInNamesOrErrors(t *testing.T) {
+	const (
+		password   = "pa55word-secret"
+		queryToken = "query-token-secret"
+		headerKey  = "header-key-secret"
+		bearer     = "bearer-token-secret"
+	)
+	secrets := []string{password, queryToken, headerKey, bearer, base64.StdEncoding.EncodeToString([]byte("admin:" + password))}
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, "denied %s %s %s %s", r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"), r.URL.RawQuery, r.URL.Query().Get("token"))
+	}
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", echo)
+	mux.HandleFunc("/hang", func(http.ResponseWriter, *http.Request) { <-release })
+	mux.Handle("/redirect", http.RedirectHandler("/echo?token="+queryToken, http.StatusFound))
+	srv := startServer(t, mux.ServeHTTP)
+	t.Cleanup(func() { close(release) })
+	host := strings.TrimPrefix(srv.URL, "http://")
+	tokenFile := writeFile(t, t.TempDir(), "token", bearer)
+
+	auths := map[string]func(scheme, host, path string) WebhookOptions{
+		"basic auth": func(scheme, host, path string) WebhookOptions {
+			return WebhookOptions{URL: scheme + "://admin:" + password + "@" + host + path + "?token=" + queryToken, Headers: []string{"X-Api-Key: " + headerKey}}
+		},
+		"bearer token": func(scheme, host, path string) WebhookOptions {
+			return WebhookOptions{URL: scheme + "://" + host + path + "?token=" + queryToken, Headers: []string{"X-Api-Key: " + headerKey}, BearerTokenFile: tokenFile}
+		},
+	}
+	failures := []struct {
+		name, scheme, host, path string
+		timeout                  time.Duration
+		wantErr                  string
+	}{
+		{name: "status with the secrets echoed", host: host, path: "/echo", wantErr: "status 403, want 200: denied"},
+		{name: "redirect", host: host, path: "/redirect", wantErr: "redirected to"},
+		{name: "timeout", host: host, path: "/hang", timeout: 100 * time.Millisecond, wantErr: "timed out"},
+		{name: "connection refused", host: closedAddr(t), path: "/echo", wantErr: "connection refused"},
+		{name: "https to an http server", scheme: "https", host: host, path: "/echo", wantErr: "HTTP response to HTTPS client"},
+	}
+	for authName, opts := range auths {
+		for _, f := range failures {
+			t.Run(authName+"/"+f.name, func(t *testing.T) {
+				scheme := cmp.Or(f.scheme, "http")
+				o := opts(scheme, f.host, f.path)
+				o.Timeout = f.timeout
+				w := newTestWebhook(t, o)
+				err := w.Notify(t.Context())
+				if err == nil || !strings.Contains(err.Error(), f.wantErr) {
+					t.Fatalf("Notify error = %v, want one containing %q", err, f.wantErr)
+				}
+				for _, s := range secrets {
+					if strings.Contains(w.Name(), s) {
+						t.Errorf("Name() = %q, contains %q", w.Name(), s)
+					}
+					if strings.Contains(err.Error(), s) {
+						t.Errorf("Notify error = %q, contains %q", err, s)
+					}
+				}
+			})
+		}
+	}
+}

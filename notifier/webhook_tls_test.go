@@ -1,0 +1,251 @@
+package notifier
+
+import (
+	"cmp"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testCA is a certificate authority made for a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+	file string // the CA certificate, PEM
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "hotreload test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	file := writeFile(t, t.TempDir(), "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	return &testCA{cert: cert, key: key, pool: pool, file: file}
+}
+
+// writeClientCert writes a client certificate for cn signed by ca, and its
+// key, to cn.pem and cn-key.pem in dir.
+func (ca *testCA) writeClientCert(t *testing.T, dir, cn string) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile = filepath.Join(dir, cn+".pem"), filepath.Join(dir, cn+"-key.pem")
+	ca.writeClientCertTo(t, certFile, keyFile, cn)
+	return certFile, keyFile
+}
+
+// writeClientCertTo writes a client certificate for cn signed by ca, and
+// its key, to the given files, replacing what was there.
+func (ca *testCA) writeClientCertTo(t *testing.T, certFile, keyFile, cn string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startTLSServer starts an httptest TLS server and writes its certificate
+// to a PEM file, to use as --webhook-ca-file.
+func startTLSServer(t *testing.T, h http.Handler, cfg *tls.Config) (srv *httptest.Server, caFile string) {
+	t.Helper()
+	srv = httptest.NewUnstartedServer(h)
+	srv.TLS = cfg
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // failed handshakes are expected
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caFile = writeFile(t, t.TempDir(), "server-ca.pem",
+		string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	return srv, caFile
+}
+
+func TestNotifyTLS(t *testing.T) {
+	rec := &recorder{}
+	srv, caFile := startTLSServer(t, rec, nil)
+	otherCA := newTestCA(t)
+	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
+
+	tests := []struct {
+		name    string
+		url     string // "" means srv.URL
+		opts    WebhookOptions
+		wantErr string // the message after "POST <url>: "; "" means success
+		partial bool   // wantErr is a prefix of the message, which also says "not localhost"
+	}{
+		{name: "CA file", opts: WebhookOptions{CAFile: caFile}},
+		{name: "no CA file", wantErr: "TLS: certificate signed by an unknown authority (trust it with --webhook-ca-file)"},
+		{name: "another CA", opts: WebhookOptions{CAFile: otherCA.file},
+			wantErr: "TLS: certificate signed by an unknown authority (trust it with --webhook-ca-file)"},
+		{name: "skip verify", opts: WebhookOptions{InsecureSkipVerify: true}},
+		{name: "wrong host name", url: "https://localhost:" + port, opts: WebhookOptions{CAFile: caFile},
+			wantErr: "TLS: x509: certificate is valid for example.com", partial: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := rec.count()
+			opts := tt.opts
+			opts.URL = cmp.Or(tt.url, srv.URL)
+			w := newTestWebhook(t, opts)
+			err := w.Notify(t.Context())
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Notify: %v", err)
+				}
+				if rec.count() != before+1 {
+					t.Errorf("the server saw %d requests, want 1", rec.count()-before)
+				}
+				return
+			}
+			want := "POST " + opts.URL + ": " + tt.wantErr
+			switch {
+			case err == nil:
+				t.Fatalf("Notify succeeded, want error %s", want)
+			case tt.partial && (!strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "not localhost")):
+				t.Fatalf("Notify error = %v,\nwant %s..., not localhost", err, want)
+			case !tt.partial && err.Error() != want:
+				t.Fatalf("Notify error = %v,\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+func TestNotifyRedirectFromHTTPS(t *testing.T) {
+	rec := &recorder{}
+	plain := startServer(t, rec.ServeHTTP)
+	srv, caFile := startTLSServer(t, http.RedirectHandler(plain.URL+"/-/reload", http.StatusTemporaryRedirect), nil)
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL, CAFile: caFile})
+	err := w.Notify(t.Context())
+	want := "POST " + srv.URL + ": redirected to " + plain.URL + "/-/reload: refusing to leave https"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Notify error = %v,\nwant %s", err, want)
+	}
+	if rec.count() != 0 {
+		t.Errorf("the plain http server was called")
+	}
+}
+
+func TestNotifyMutualTLS(t *testing.T) {
+	ca := newTestCA(t)
+	var (
+		mu  sync.Mutex
+		cns []string
+	)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		cns = append(cns, r.TLS.PeerCertificates[0].Subject.CommonName)
+	})
+	lastCN := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(cns) == 0 {
+			return ""
+		}
+		return cns[len(cns)-1]
+	}
+	srv, caFile := startTLSServer(t, h, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool})
+	dir := t.TempDir()
+	certFile, keyFile := ca.writeClientCert(t, dir, "client")
+
+	t.Run("without a client certificate", func(t *testing.T) {
+		w := newTestWebhook(t, WebhookOptions{URL: srv.URL, CAFile: caFile})
+		if err := w.Notify(t.Context()); err == nil {
+			t.Fatal("Notify succeeded without a client certificate")
+		}
+		if cn := lastCN(); cn != "" {
+			t.Errorf("the handler ran for %q", cn)
+		}
+	})
+
+	w := newTestWebhook(t, WebhookOptions{URL: srv.URL, CAFile: caFile, CertFile: certFile, KeyFile: keyFile})
+	t.Run("with a client certificate", func(t *testing.T) {
+		if err := w.Notify(t.Context()); err != nil {
+			t.Fatalf("Notify: %v", err)
+		}
+		if cn := lastCN(); cn != "client" {
+			t.Errorf("the server saw client certificate %q, want client", cn)
+		}
+	})
+
+	t.Run("rotated certificate on a new connection", func(t *testing.T) {
+		ca.writeClientCertTo(t, certFile, keyFile, "client-rotated")
+		w.client.CloseIdleConnections()
+		if err := w.Notify(t.Context()); err != nil {
+			t.Fatalf("Notify: %v", err)
+		}
+		if cn := lastCN(); cn != "client-rotated" {
+			t.Errorf("the server saw client certificate %q, want client-rotated", cn)
+		}
+	})
+
+	t.Run("key file gone", func(t *testing.T) {
+		if err := os.Remove(keyFile); err != nil {
+			t.Fatal(err)
+		}
+		w.client.CloseIdleConnections()
+		err := w.Notify(t.Context())
+		want := "load client certificate: open " + keyFile + ": no such file or directory"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Notify error = %v, want one containing %q", err, want)
+		}
+	})
+}

@@ -1,0 +1,19 @@
+// Package signal reloads an application by sending it a signal, such as
+// SIGHUP to nginx, through the process namespace that the containers of a
+// pod share with shareProcessNamespace: true. It knows /proc and kill(2),
+// nothing about files or HTTP.
+//
+// The target is found by name, by command line, or by a pid file; of a
+// process tree that matches, only the topmost process (the nginx master,
+// not its workers) is signalled. Before sending, the target's signal masks
+// are read from /proc/<pid>/status, and a signal that the target does not
+// handle, and that would terminate it, is not sent unless forced. A reload
+// counts when the same process (pid and start time) is still alive a moment
+// after the signal.
+//
+// A Go program catches every signal in its runtime, so its masks say that it
+// handles SIGHUP even when it never called signal.Notify and SIGHUP ends it;
+// the check after sending reports that death as a failed reload.
+//
+// Sending needs the target's uid or CAP_KILL. The package is Linux only.
+package signal

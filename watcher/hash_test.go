@@ -1,0 +1,463 @@
+package watcher
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hotreload/hotreload/internal/kubelet"
+)
+
+// writeTree writes files (relative slash paths to contents) under dir.
+func writeTree(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeVolume writes files into dir the way the kubelet does.
+func writeVolume(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	payload := make(map[string]kubelet.File, len(files))
+	for k, v := range files {
+		payload[k] = kubelet.File{Data: []byte(v)}
+	}
+	if _, err := kubelet.New(dir).Write(payload); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustHash(t testing.TB, dir string) [32]byte {
+	t.Helper()
+	sum, err := HashDir(dir)
+	if err != nil {
+		t.Fatalf("HashDir(%s): %v", dir, err)
+	}
+	return sum
+}
+
+func symlink(t testing.TB, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var baseFiles = map[string]string{
+	"app.properties":      "color=blue\n",
+	"conf.d/default.conf": "listen 80;\n",
+	"conf.d/tls/key.pem":  "-----BEGIN-----\n",
+}
+
+func TestHashDirEqual(t *testing.T) {
+	// Each case builds two directories that must hash the same.
+	tests := []struct {
+		name string
+		a, b func(t *testing.T, dir string)
+	}{
+		{
+			name: "kubelet volumes with different version dir names",
+			a:    func(t *testing.T, dir string) { writeVolume(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				writeVolume(t, dir, map[string]string{"x": "other"})
+				writeVolume(t, dir, baseFiles)
+			},
+		},
+		{
+			name: "kubelet volume and plain directory",
+			a:    func(t *testing.T, dir string) { writeVolume(t, dir, baseFiles) },
+			b:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+		},
+		{
+			name: "mode change",
+			a:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				writeTree(t, dir, baseFiles)
+				if err := os.Chmod(filepath.Join(dir, "app.properties"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(filepath.Join(dir, "conf.d"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "times change",
+			a:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				writeTree(t, dir, baseFiles)
+				old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+				if err := os.Chtimes(filepath.Join(dir, "app.properties"), old, old); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "dot-dot names ignored at every level",
+			a:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				writeTree(t, dir, baseFiles)
+				writeTree(t, dir, map[string]string{
+					"..hidden":          "x",
+					"..2026_01_01/file": "x",
+					"conf.d/..tmp":      "x",
+					"conf.d/..d/file":   "x",
+				})
+				symlink(t, "..2026_01_01", filepath.Join(dir, "..data_tmp"))
+			},
+		},
+		{
+			name: "empty subdirectory",
+			a:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				writeTree(t, dir, baseFiles)
+				if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "symlinks to a file and a directory are followed",
+			a:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				outside := t.TempDir()
+				writeTree(t, outside, baseFiles)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				symlink(t, filepath.Join(outside, "app.properties"), filepath.Join(dir, "app.properties"))
+				symlink(t, filepath.Join(outside, "conf.d"), filepath.Join(dir, "conf.d"))
+			},
+		},
+		{
+			name: "dangling symlink left out",
+			a:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				writeTree(t, dir, baseFiles)
+				symlink(t, "nowhere", filepath.Join(dir, "dangling"))
+			},
+		},
+		{
+			name: "FIFO and socket-like entries left out",
+			a:    func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			b: func(t *testing.T, dir string) {
+				writeTree(t, dir, baseFiles)
+				if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+					t.Skipf("mkfifo: %v", err)
+				}
+			},
+		},
+		{
+			name: "kubelet volume between the swap and the visible links",
+			a: func(t *testing.T, dir string) {
+				writeTree(t, dir, map[string]string{"new.txt": "new", "conf.d/default.conf": "listen 80;\n"})
+			},
+			b: func(t *testing.T, dir string) {
+				writeVolume(t, dir, map[string]string{"old.txt": "old", "conf.d/default.conf": "listen 80;\n"})
+				// Steps 4 to 8 of the kubelet's update by hand: new version,
+				// ..data swapped, but old.txt's link not yet removed and
+				// new.txt's link not yet created.
+				writeTree(t, dir, map[string]string{"..v2/new.txt": "new", "..v2/conf.d/default.conf": "listen 80;\n"})
+				symlink(t, "..v2", filepath.Join(dir, "..data_tmp"))
+				if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+			tt.a(t, a)
+			tt.b(t, b)
+			if ha, hb := mustHash(t, a), mustHash(t, b); ha != hb {
+				t.Errorf("hashes differ: %x != %x", ha, hb)
+			}
+		})
+	}
+}
+
+func TestHashDirDiffers(t *testing.T) {
+	// Each case changes a copy of baseFiles; the hash must change.
+	tests := []struct {
+		name   string
+		change func(t *testing.T, dir string)
+	}{
+		{"content", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"app.properties": "color=green\n"})
+		}},
+		{"nested content", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"conf.d/tls/key.pem": "-----OTHER-----\n"})
+		}},
+		{"renamed file", func(t *testing.T, dir string) {
+			if err := os.Rename(filepath.Join(dir, "app.properties"), filepath.Join(dir, "app.props")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"moved to another directory", func(t *testing.T, dir string) {
+			if err := os.Rename(filepath.Join(dir, "conf.d", "default.conf"), filepath.Join(dir, "default.conf")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"new empty file", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"empty": ""})
+		}},
+		{"removed file", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "app.properties")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"dot file is visible", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{".env": "x"})
+		}},
+		{"bytes moved between files", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"app.properties": "color=blue\nlisten 80;\n", "conf.d/default.conf": ""})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeTree(t, dir, baseFiles)
+			before := mustHash(t, dir)
+			tt.change(t, dir)
+			if after := mustHash(t, dir); after == before {
+				t.Errorf("hash unchanged: %x", after)
+			}
+		})
+	}
+}
+
+func TestHashDirEmpty(t *testing.T) {
+	if got := mustHash(t, t.TempDir()); got != emptyHash {
+		t.Errorf("empty dir hash = %x, want %x", got, emptyHash)
+	}
+}
+
+func TestHashDirRootErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	writeTree(t, dir, map[string]string{"file": "x"})
+	tests := []struct {
+		name string
+		root string
+		want error
+	}{
+		{"missing", filepath.Join(dir, "missing"), fs.ErrNotExist},
+		{"file", file, errNotDir},
+		{"below a file", filepath.Join(file, "x"), syscall.ENOTDIR},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := HashDir(tt.root)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("HashDir(%s) error = %v, want %v", tt.root, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestHashDirProblems checks that loops, dangling links and unreadable
+// entries terminate, are reported once each, and do not hide the rest.
+func TestHashDirProblems(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  map[string]error // problem path -> kind
+	}{
+		{
+			name: "link to the root",
+			setup: func(t *testing.T, dir string) {
+				symlink(t, ".", filepath.Join(dir, "self"))
+			},
+			want: map[string]error{"self": errSymlinkLoop},
+		},
+		{
+			name: "link to a parent inside a subdirectory",
+			setup: func(t *testing.T, dir string) {
+				symlink(t, "../..", filepath.Join(dir, "conf.d", "tls", "up"))
+			},
+			want: map[string]error{"conf.d/tls/up": errSymlinkLoop},
+		},
+		{
+			name: "link to the parent of the root",
+			setup: func(t *testing.T, dir string) {
+				symlink(t, "..", filepath.Join(dir, "up"))
+			},
+			want: map[string]error{"up/vol": errSymlinkLoop},
+		},
+		{
+			name: "loop of symlinks",
+			setup: func(t *testing.T, dir string) {
+				symlink(t, "b", filepath.Join(dir, "a"))
+				symlink(t, "a", filepath.Join(dir, "b"))
+			},
+			want: map[string]error{"a": nil, "b": nil},
+		},
+		{
+			name: "dangling symlink",
+			setup: func(t *testing.T, dir string) {
+				symlink(t, "gone", filepath.Join(dir, "conf.d", "link"))
+			},
+			want: map[string]error{"conf.d/link": errDanglingLink},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "vol")
+			writeTree(t, dir, baseFiles)
+			tt.setup(t, dir)
+
+			done := make(chan struct{})
+			var res hashResult
+			var err error
+			go func() {
+				defer close(done)
+				res, err = hasher{open: openRegular}.hash(dir)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("hash did not terminate within 10s")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(map[string]error)
+			for _, p := range res.problems {
+				if _, dup := got[p.path]; dup {
+					t.Errorf("problem %s reported twice", p.path)
+				}
+				got[p.path] = p.err
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("problems = %v, want %v", got, tt.want)
+			}
+			for path, kind := range tt.want {
+				err, ok := got[path]
+				if !ok {
+					t.Errorf("no problem reported for %s; got %v", path, got)
+					continue
+				}
+				if kind != nil && !errors.Is(err, kind) {
+					t.Errorf("problem for %s = %v, want %v", path, err, kind)
+				}
+			}
+			// The regular files are still hashed.
+			plain := t.TempDir()
+			writeTree(t, plain, baseFiles)
+			if res.sum != mustHash(t, plain) {
+				t.Error("a problem changed the hash of the other files")
+			}
+		})
+	}
+}
+
+func TestHashDirAliases(t *testing.T) {
+	dir := t.TempDir()
+	shared := t.TempDir()
+	writeTree(t, shared, map[string]string{"f": "1"})
+	symlink(t, shared, filepath.Join(dir, "a"))
+	symlink(t, shared, filepath.Join(dir, "b"))
+
+	res, err := hasher{open: openRegular}.hash(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.problems) != 0 {
+		t.Errorf("two links to one directory reported problems: %v", res.problems)
+	}
+	if _, ok := res.dirs[shared]; !ok {
+		t.Errorf("the linked directory %s is not in the watch set %v", shared, res.dirs)
+	}
+	writeTree(t, shared, map[string]string{"f": "2"})
+	if mustHash(t, dir) == res.sum {
+		t.Error("a change in a directory linked twice did not change the hash")
+	}
+}
+
+func TestHashDirUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, baseFiles)
+	readable := mustHash(t, dir)
+	secret := filepath.Join(dir, "conf.d", "tls", "key.pem")
+	denied := hasher{open: func(name string) (*os.File, error) {
+		if name == secret {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+		}
+		return openRegular(name)
+	}}
+	res, err := denied.hash(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.problems) != 1 || res.problems[0].path != "conf.d/tls/key.pem" || !errors.Is(res.problems[0].err, fs.ErrPermission) {
+		t.Errorf("problems = %v, want one permission problem for conf.d/tls/key.pem", res.problems)
+	}
+	if res.sum == readable {
+		t.Error("an unreadable file hashes like the readable one")
+	}
+	if err := os.Remove(secret); err != nil {
+		t.Fatal(err)
+	}
+	if res.sum == mustHash(t, dir) {
+		t.Error("an unreadable file hashes like no file at all")
+	}
+}
+
+func TestHashDirWatchSet(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "vol")
+	writeVolume(t, dir, baseFiles)
+	res, err := hasher{open: openRegular}.hash(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		dir,
+		filepath.Join(dir, version),
+		filepath.Join(dir, version, "conf.d"),
+		filepath.Join(dir, version, "conf.d", "tls"),
+	}
+	if len(res.dirs) != len(want) {
+		t.Errorf("watch set = %v, want %v", res.dirs, want)
+	}
+	for _, d := range want {
+		if _, ok := res.dirs[d]; !ok {
+			t.Errorf("watch set %v lacks %s", res.dirs, d)
+		}
+	}
+}
+
+func BenchmarkHashDir(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "vol")
+	files := make(map[string]string)
+	data := strings.Repeat("x", 4096)
+	for i := range 20 {
+		files[fmt.Sprintf("file%02d.conf", i)] = data
+	}
+	writeVolume(b, dir, files)
+	b.SetBytes(20 * 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := HashDir(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
