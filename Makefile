@@ -9,6 +9,7 @@ GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x
 IMAGE     ?= hotreload:$(VERSION)
 BASE      ?= gcr.io/distroless/static-debian12:nonroot
+ARCH      ?= $(shell $(GO) env GOARCH)
 
 .DEFAULT_GOAL := help
 
@@ -48,12 +49,13 @@ demo: ## Play the kubelet and an app on this machine, with hotreload between the
 	$(GO) run ./examples/demo
 
 .PHONY: image
-image: build-all ## Build the container image with docker or buildah (BASE=scratch where base images cannot be pulled).
-	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then tool=docker; \
+image: ## Build the image for ARCH (default: this machine's) with docker or buildah; BASE=scratch where base images cannot be pulled.
+	GOOS=linux GOARCH=$(ARCH) $(GOBUILD) -o bin/linux_$(ARCH)/hotreload ./cmd/hotreload
+	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then tool="docker build"; \
 	elif command -v buildah >/dev/null 2>&1; then tool="buildah bud --storage-driver vfs --isolation chroot"; \
 	else echo "make image needs docker or buildah"; exit 1; fi; \
-	$$tool --build-arg BASE=$(BASE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
-		--build-arg TARGETARCH=$$($(GO) env GOARCH) -t $(IMAGE) .
+	$$tool --platform linux/$(ARCH) --build-arg BASE=$(BASE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+		--build-arg TARGETARCH=$(ARCH) -t $(IMAGE) .
 
 .PHONY: clean
 clean: ## Remove build output.

@@ -72,7 +72,7 @@ func (c *Config) Register(app *kingpin.Application) {
 
 	// Watching.
 	flag("volume-dir", "Directory to watch (a mounted ConfigMap or Secret volume, or any directory). Repeatable.").
-		Required().PlaceHolder("DIR").StringsVar(&c.VolumeDirs)
+		PlaceHolder("DIR").StringsVar(&c.VolumeDirs)
 	duration("debounce", "Wait this long after the last change before reloading, so a burst reloads once; 0 reloads on the first change. A change never waits longer than 10 times this.", "100ms", &c.Debounce)
 	duration("resync-interval", "Re-hash every volume this often to catch missed events, and retry targets whose reload failed; 0 turns it off.", "2m", &c.ResyncInterval)
 	duration("poll-interval", "Poll period when inotify cannot be used, and while waiting for a volume that does not exist yet.", "5s", &c.PollInterval)
@@ -116,6 +116,13 @@ func (c *Config) Register(app *kingpin.Application) {
 	flag("signal-force", "Send the signal even if the target does not handle it and would be terminated by it.").
 		BoolVar(&c.Signal.Force)
 
+	// prometheus-config-reloader's names for the same things, which the
+	// Prometheus community charts pass since prometheus chart 20.0 and
+	// alertmanager chart 1.0: with them, swapping the image is enough.
+	app.Flag("watched-dir", "Alias of --volume-dir.").Hidden().StringsVar(&c.VolumeDirs)
+	app.Flag("reload-url", "Alias of --webhook-url.").Hidden().StringsVar(&c.WebhookURLs)
+	app.Flag("listen-address", "Alias of --web.listen-address.").Hidden().StringVar(&c.ListenAddress)
+
 	// Observability and lifecycle.
 	flag("web.listen-address", "Address to serve metrics and health endpoints on.").
 		Default(":9533").StringVar(&c.ListenAddress)
@@ -148,6 +155,9 @@ func Parse(args []string, version string, out io.Writer, terminate func(int)) (*
 }
 
 func (c *Config) check() error {
+	if len(c.VolumeDirs) == 0 {
+		return errors.New("--volume-dir is required: give the directory to watch")
+	}
 	if c.PollInterval == 0 {
 		return errors.New("--poll-interval 0s: must be positive")
 	}

@@ -70,6 +70,25 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 	}
 }
 
+// The Prometheus community charts (prometheus >= 20.0, alertmanager >= 1.0)
+// pass prometheus-config-reloader's flags; they mean the same here.
+func TestConfigReloaderAliases(t *testing.T) {
+	c, err := parse(t, "--watched-dir=/etc/config", "--listen-address=0.0.0.0:8080",
+		"--reload-url=http://127.0.0.1:9090/-/reload", "--watched-dir=/etc/rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.VolumeDirs, ","); got != "/etc/config,/etc/rules" {
+		t.Errorf("volume dirs = %q", got)
+	}
+	if c.ListenAddress != "0.0.0.0:8080" {
+		t.Errorf("listen address = %q, want the alias's value over the default", c.ListenAddress)
+	}
+	if len(c.Targets) != 1 || c.Targets[0].Name() != "http://127.0.0.1:9090/-/reload" {
+		t.Errorf("targets = %v", c.Targets)
+	}
+}
+
 func TestEnvironment(t *testing.T) {
 	t.Setenv("HOTRELOAD_VOLUME_DIR", "/etc/a\n/etc/b")
 	t.Setenv("HOTRELOAD_WEBHOOK_URL", "http://127.0.0.1:9090/-/reload")
@@ -111,7 +130,7 @@ func TestBadCommandLines(t *testing.T) {
 		want string // in the one-line error
 	}{
 		{"unknown flag", []string{vol, url, "--frobnicate"}, "unknown long flag '--frobnicate'"},
-		{"no volume", []string{url}, "--volume-dir"},
+		{"no volume", []string{url}, "--volume-dir is required"},
 		{"empty volume", []string{"--volume-dir=", url}, `--volume-dir "": must not be empty`},
 		{"no target", []string{vol}, "no target: give --webhook-url or --signal"},
 		{"url does not parse", []string{vol, "--webhook-url=::bad"}, "--webhook-url"},
