@@ -1269,8 +1269,8 @@ func decodeContainer(v any) (corev1.Container, error) {
 // hotreload comes in as an extra container, checked like any other.
 func TestHelmValues(t *testing.T) {
 	type swap struct {
-		image     []string // the image's key
-		enabled   []string // a key that must be true for the sidecar to run, if any
+		image   []string // the image's key
+		enabled []string // a key that must be true for the sidecar to run, if any
 		// The args each chart version renders for its reloader: configmap-reload's
 		// flags before prometheus 20.0 / alertmanager 1.0, prometheus-config-reloader's
 		// since. hotreload must take both as they are.
@@ -1289,7 +1289,7 @@ func TestHelmValues(t *testing.T) {
 		extra *extra
 	}{
 		{file: "prometheus-image-swap.yaml", swap: &swap{
-			image:           []string{"configmapReload", "prometheus", "image"},
+			image: []string{"configmapReload", "prometheus", "image"},
 			chartArgs: [][]string{
 				{"--volume-dir=/etc/config", "--webhook-url=http://127.0.0.1:9090/-/reload"},
 				{"--watched-dir=/etc/config", "--reload-url=http://127.0.0.1:9090/-/reload"},
@@ -1299,8 +1299,8 @@ func TestHelmValues(t *testing.T) {
 			extraVolumeDirs: []string{"configmapReload", "prometheus", "extraVolumeDirs"},
 		}},
 		{file: "alertmanager-image-swap.yaml", swap: &swap{
-			image:     []string{"configmapReload", "image"},
-			enabled:   []string{"configmapReload", "enabled"},
+			image:   []string{"configmapReload", "image"},
+			enabled: []string{"configmapReload", "enabled"},
 			chartArgs: [][]string{
 				{"--volume-dir=/etc/alertmanager", "--webhook-url=http://127.0.0.1:9093/-/reload"},
 				{"--watched-dir=/etc/alertmanager", "--reload-url=http://127.0.0.1:9093/-/reload"},
