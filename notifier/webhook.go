@@ -31,7 +31,7 @@ const (
 	// connection can be reused; a longer body costs a new connection.
 	maxDrain = 64 << 10
 	// maxExcerpt bounds the part of an error response quoted in the error.
-	maxExcerpt = 200
+	maxExcerpt = 400
 	// maxTokenSize bounds the bearer token file, which is read at every call.
 	maxTokenSize = 16 << 10
 	// maxRedirects bounds the redirects followed in one attempt.
@@ -354,7 +354,7 @@ func (w *Webhook) Name() string { return w.name }
 
 // Notify makes one request and returns nil if the status code is a wanted
 // one. A failed attempt is reported as "METHOD NAME: problem"; an unwanted
-// status comes with the first line of the response body, where apps such as
+// status comes with an excerpt of the response body, where apps such as
 // Prometheus say what is wrong with the configuration.
 func (w *Webhook) Notify(ctx context.Context) error {
 	attempt, cancel := context.WithTimeout(ctx, w.timeout)
@@ -489,32 +489,39 @@ type attemptError struct {
 func (e *attemptError) Error() string { return e.msg }
 func (e *attemptError) Unwrap() error { return e.cause }
 
-// excerpt returns the first non-empty line of body, without control
-// characters or invalid UTF-8, cut to maxExcerpt bytes.
+// excerpt quotes an error response in one line: its non-empty lines joined
+// by spaces, without control characters or invalid UTF-8. A longer one keeps
+// its beginning and its end, where Go programs such as Prometheus put the
+// cause ("...: yaml: unmarshal errors: line 16: field scrape_intervall not
+// found"), and drops the middle.
 func excerpt(body []byte) string {
-	var line string
+	var lines []string
 	for l := range strings.Lines(string(body)) {
-		if line = strings.TrimSpace(l); line != "" {
-			break
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
 		}
 	}
-	line = strings.ToValidUTF8(line, "")
-	line = strings.Map(func(r rune) rune {
+	text := strings.ToValidUTF8(strings.Join(lines, " "), "")
+	text = strings.Map(func(r rune) rune {
 		if isControl(r) {
 			return -1
 		}
 		return r
-	}, line)
-	line = strings.TrimSpace(line)
-	if len(line) <= maxExcerpt {
-		return line
+	}, text)
+	text = strings.TrimSpace(text)
+	if len(text) <= maxExcerpt {
+		return text
 	}
-	const ellipsis = "..."
-	cut := maxExcerpt - len(ellipsis)
-	for cut > 0 && !isRuneStart(line[cut]) {
-		cut--
+	const gap = " ... "
+	head := maxExcerpt / 4
+	for head > 0 && !isRuneStart(text[head]) {
+		head--
 	}
-	return line[:cut] + ellipsis
+	tail := len(text) - (maxExcerpt - maxExcerpt/4 - len(gap))
+	for tail < len(text) && !isRuneStart(text[tail]) {
+		tail++
+	}
+	return text[:head] + gap + text[tail:]
 }
 
 // isConnRefused reports that nothing listens at the address: the app is

@@ -286,7 +286,7 @@ func TestParseStatusCodes(t *testing.T) {
 }
 
 func TestNotifyStatus(t *testing.T) {
-	long := strings.Repeat("é", 150) // 300 bytes
+	long := strings.Repeat("é", 100) + strings.Repeat("ü", 200) // 600 bytes
 	tests := []struct {
 		name    string
 		codes   []string
@@ -303,14 +303,17 @@ func TestNotifyStatus(t *testing.T) {
 		{name: "prometheus rejects the config", status: 500,
 			body:    "failed to reload config: couldn't load configuration (--config.file=\"/etc/prometheus/prometheus.yml\"): parsing YAML file: yaml: line 3\n",
 			wantErr: `status 500, want 200: failed to reload config: couldn't load configuration (--config.file="/etc/prometheus/prometheus.yml"): parsing YAML file: yaml: line 3`},
-		{name: "first line only", status: 500, body: "\n\n  first line \r\nsecond line\n",
-			wantErr: "status 500, want 200: first line"},
+		{name: "lines joined", status: 500, body: "\n\n  first line \r\nsecond line\n",
+			wantErr: "status 500, want 200: first line second line"},
+		{name: "prometheus's reason on its second line", status: 500,
+			body:    "failed to reload config: couldn't load configuration (--config.file=\"/etc/prometheus/prometheus.yml\"): parsing YAML file /etc/prometheus/prometheus.yml: yaml: unmarshal errors:\n  line 16: field scrape_intervall not found in type config.ScrapeConfig\n",
+			wantErr: `status 500, want 200: failed to reload config: couldn't load configuration (--config.file="/etc/prometheus/prometheus.yml"): parsing YAML file /etc/prometheus/prometheus.yml: yaml: unmarshal errors: line 16: field scrape_intervall not found in type config.ScrapeConfig`},
 		{name: "control characters stripped", status: 500, body: "\x1b[31mbad\x07 config\x00",
 			wantErr: "status 500, want 200: [31mbad config"},
 		{name: "invalid UTF-8 dropped", status: 500, body: "bad \xff\xfeconfig",
 			wantErr: "status 500, want 200: bad config"},
-		{name: "long body cut at 200 bytes", status: 500, body: long,
-			wantErr: "status 500, want 200: " + strings.Repeat("é", 98) + "..."},
+		{name: "long body keeps its beginning and its end", status: 500, body: long,
+			wantErr: "status 500, want 200: " + strings.Repeat("é", 50) + " ... " + strings.Repeat("ü", 147)},
 		{name: "empty body", status: 503, wantErr: "status 503, want 200"},
 	}
 	for _, tt := range tests {

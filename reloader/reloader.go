@@ -55,7 +55,11 @@ type Reloader struct {
 	logger  log.Logger
 	opts    Options
 	targets []*target
-	gen     uint64 // generation of the newest change, owned by Run's goroutine
+
+	// Owned by Run's goroutine.
+	gen   uint64              // generation of the newest reload
+	seen  map[string][32]byte // newest hash of each directory
+	fired map[string][32]byte // hash of each directory at the last reload
 }
 
 // New returns a Reloader for targets. Metrics are registered with reg.
@@ -65,7 +69,7 @@ func New(logger log.Logger, reg prometheus.Registerer, targets []notifier.Target
 	}
 	logger = log.With(logger, "component", "reloader")
 	m := newMetrics(reg)
-	r := &Reloader{logger: logger, opts: opts}
+	r := &Reloader{logger: logger, opts: opts, seen: map[string][32]byte{}, fired: map[string][32]byte{}}
 	for _, n := range targets {
 		r.targets = append(r.targets, newTarget(n, logger, m, &r.opts))
 	}
@@ -130,13 +134,13 @@ func (r *Reloader) debounce(ctx context.Context, changes <-chan watcher.Change) 
 				changes = nil // the watcher has stopped; wait for ctx
 				continue
 			}
+			r.seen[c.Dir] = c.Hash
 			if !slices.Contains(dirs, c.Dir) {
 				dirs = append(dirs, c.Dir)
 			}
 			if r.opts.Debounce <= 0 {
-				r.logChange(dirs)
+				r.settled(dirs)
 				dirs = dirs[:0]
-				r.fire()
 				continue
 			}
 			now := time.Now()
@@ -152,15 +156,29 @@ func (r *Reloader) debounce(ctx context.Context, changes <-chan watcher.Change) 
 			timerC = timer.C
 		case <-timerC:
 			timerC = nil
-			r.logChange(dirs)
+			r.settled(dirs)
 			dirs = dirs[:0]
-			r.fire()
 		}
 	}
 }
 
-func (r *Reloader) logChange(dirs []string) {
+// settled reloads for a burst of changes to dirs, unless every one of them
+// is back to the content of the last reload (a file edited and restored, a
+// directory briefly emptied): the app already has that content.
+func (r *Reloader) settled(dirs []string) {
+	same := true
+	for _, d := range dirs {
+		if h, ok := r.fired[d]; !ok || h != r.seen[d] {
+			same = false
+		}
+		r.fired[d] = r.seen[d]
+	}
+	if same {
+		level.Info(r.logger).Log("msg", "content changed and changed back, not reloading", "dirs", strings.Join(dirs, ","))
+		return
+	}
 	level.Info(r.logger).Log("msg", "content changed, reloading", "dirs", strings.Join(dirs, ","))
+	r.fire()
 }
 
 // fire asks every target to deliver the newest generation.

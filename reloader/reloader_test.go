@@ -73,6 +73,7 @@ type harness struct {
 	reg     *prometheus.Registry
 	cancel  context.CancelFunc
 	done    chan error
+	n       int // content numbers handed out by change
 }
 
 func start(t *testing.T, targets []notifier.Target, opts Options) *harness {
@@ -85,7 +86,18 @@ func start(t *testing.T, targets []notifier.Target, opts Options) *harness {
 	return h
 }
 
-func (h *harness) change(dir string) { h.changes <- watcher.Change{Dir: dir, Time: time.Now()} }
+// change sends a change of dir to new content, never seen before.
+func (h *harness) change(dir string) {
+	h.n++
+	h.changeTo(dir, h.n)
+}
+
+// changeTo sends a change of dir to the content numbered v.
+func (h *harness) changeTo(dir string, v int) {
+	var sum [32]byte
+	sum[0], sum[1] = byte(v), byte(v>>8)
+	h.changes <- watcher.Change{Dir: dir, Hash: sum, Time: time.Now()}
+}
 
 func (h *harness) stop(t *testing.T) {
 	t.Helper()
@@ -157,6 +169,34 @@ func TestDebounceTiming(t *testing.T) {
 		}
 		if got, want := calls[0].Sub(t0), 130*time.Millisecond; got != want {
 			t.Errorf("reloaded %v after the first change, want %v (debounce after the last)", got, want)
+		}
+		h.stop(t)
+	})
+}
+
+func TestChangedBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeTarget{name: "app"}
+		h := start(t, []notifier.Target{f}, Options{Debounce: 100 * time.Millisecond})
+		h.changeTo("/etc/a", 1) // reloaded
+		time.Sleep(time.Second)
+		h.changeTo("/etc/a", 2) // edited ...
+		h.changeTo("/etc/b", 7)
+		time.Sleep(10 * time.Millisecond)
+		h.changeTo("/etc/a", 1) // ... and restored, but /etc/b changed: reloaded
+		time.Sleep(time.Second)
+		h.changeTo("/etc/b", 8) // edited ...
+		h.changeTo("/etc/b", 7) // ... and restored in the same window: nothing to do
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := len(f.times()); got != 2 {
+			t.Errorf("reloads = %d, want 2: a burst that ends on the content of the last reload reloads nothing", got)
+		}
+		h.changeTo("/etc/b", 8) // a real change after that still reloads
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := len(f.times()); got != 3 {
+			t.Errorf("reloads = %d, want 3", got)
 		}
 		h.stop(t)
 	})
@@ -422,7 +462,7 @@ func TestLogsSayWhatHappens(t *testing.T) {
 		changes := make(chan watcher.Change)
 		done := make(chan struct{})
 		go func() { _ = r.Run(ctx, changes); close(done) }()
-		changes <- watcher.Change{Dir: "/etc/config"}
+		changes <- watcher.Change{Dir: "/etc/config", Hash: [32]byte{1}}
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		cancel()

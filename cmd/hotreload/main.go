@@ -65,7 +65,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, w.Ready))
 	if err != nil {
 		fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
-		return 1
+		return 2
 	}
 
 	names := make([]string, len(cfg.Targets))

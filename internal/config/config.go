@@ -170,7 +170,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("--web.listen-address %q: want host:port, such as :9533", c.ListenAddress)
 	}
 	if !strings.HasPrefix(c.TelemetryPath, "/") || c.TelemetryPath == "/" || strings.HasPrefix(c.TelemetryPath, "/-/") {
-		return fmt.Errorf("--web.telemetry-path %q: want a path such as /metrics, not / or /-/...", c.TelemetryPath)
+		return fmt.Errorf("--web.telemetry-path %q: want a path such as /metrics, not / nor under /-/", c.TelemetryPath)
 	}
 	if len(c.WebhookURLs) == 0 && c.Signal.Signal == "" {
 		return errors.New("no target: give --webhook-url or --signal")

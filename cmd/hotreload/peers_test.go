@@ -1,0 +1,453 @@
+//go:build linux
+
+package main_test
+
+// End-to-end tests against real apps ("peers"): nginx reloaded by SIGHUP
+// through a PID namespace (peers_nginx_test.go), Prometheus and Alertmanager
+// reloaded by their /-/reload endpoint (peers_webhook_test.go), and the
+// swap-to-signal benchmark (peers_bench_test.go). This file holds what they
+// share: finding the peer, running a test inside a fresh PID namespace,
+// starting and killing a peer process, free ports, the configuration
+// fixtures of testdata/peers, and HTTP and /proc helpers.
+//
+// Every process a test starts listens on 127.0.0.1 only, keeps its state
+// under the test's temp directory, and is killed when the test ends.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/template"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/hotreload/hotreload/internal/e2e"
+)
+
+// Environment of the test binary when a test re-runs it inside a PID
+// namespace. The names do not start with HOTRELOAD_, which hotreload reads
+// its flags from, since hotreload inherits the environment.
+const (
+	// envInNamespace marks the test binary that runs inside the namespace.
+	envInNamespace = "PEERS_TEST_IN_PID_NAMESPACE"
+	// envBinary is the hotreload binary built outside, so that the inside
+	// does not build it again.
+	envBinary = "PEERS_TEST_HOTRELOAD_BINARY"
+)
+
+// Timeouts. They bound waits that end as soon as their condition holds.
+const (
+	// peerStartTimeout bounds the wait for a peer to serve: Prometheus
+	// 2.42 takes a few seconds to open its TSDB on a loaded machine.
+	peerStartTimeout = 30 * time.Second
+	// peerTimeout bounds the wait for a reload to show.
+	peerTimeout = 30 * time.Second
+	// namespaceTimeout bounds a whole test run inside a PID namespace.
+	namespaceTimeout = 2 * time.Minute
+)
+
+// skipOrFail skips the test where a prerequisite is missing on this
+// machine, but fails it in CI (CI=true), which installs everything.
+func skipOrFail(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf(format+" (CI=true: it must be there)", args...)
+	}
+	tb.Skipf(format+" (CI=true makes this a failure)", args...)
+}
+
+// requirePeer returns the path of a peer's binary, looked up in PATH and
+// then in dir (Debian puts nginx in /usr/sbin, which a user's PATH may
+// lack), or skips (fails in CI) naming the Debian package to install.
+func requirePeer(tb testing.TB, name, dir, pkg string) string {
+	tb.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+		return p
+	}
+	skipOrFail(tb, "%s not installed: apt-get install %s", name, pkg)
+	return ""
+}
+
+var unshareCheck struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// unshare returns the path of unshare(1) once it has made a PID namespace
+// here, or why it cannot (no unshare, or not permitted: it needs root or
+// user namespaces).
+func unshare() (string, error) {
+	c := &unshareCheck
+	c.once.Do(func() {
+		c.path, c.err = exec.LookPath("unshare")
+		if c.err != nil {
+			return
+		}
+		out, err := exec.Command(c.path, "--pid", "--fork", "--mount-proc", "--kill-child", "true").CombinedOutput()
+		if err != nil {
+			c.err = fmt.Errorf("unshare --pid --fork --mount-proc --kill-child is not permitted here (needs root or user namespaces): %w: %s",
+				err, bytes.TrimSpace(out))
+		}
+	})
+	return c.path, c.err
+}
+
+// inPIDNamespace runs the calling top-level test or benchmark inside a
+// fresh PID namespace with its own /proc, where it is pid 1 and sees only
+// the processes it starts: nothing outside the test can ever be signalled,
+// and when it exits the kernel kills every process left in the namespace.
+//
+// Outside, it builds hotreload, re-runs the test binary under
+// `unshare --pid --fork --mount-proc --kill-child` with -test.run (or
+// -test.bench) selecting tb alone, reports its output, fails tb if it
+// failed, and returns inside=false: the caller returns. Inside, it returns
+// the hotreload binary and inside=true: the caller runs its body.
+//
+// Where no PID namespace can be made, a test is skipped (failed in CI) and
+// a benchmark is skipped.
+func inPIDNamespace(tb testing.TB, extraEnv ...string) (hotreload string, inside bool) {
+	tb.Helper()
+	if bin := os.Getenv(envBinary); os.Getenv(envInNamespace) != "" {
+		if os.Getpid() != 1 {
+			tb.Fatalf("pid %d, want 1: not in a fresh PID namespace, refusing to send signals", os.Getpid())
+		}
+		if bin == "" {
+			tb.Fatalf("%s is not set", envBinary)
+		}
+		return bin, true
+	}
+
+	unsharePath, err := unshare()
+	_, isBench := tb.(*testing.B)
+	switch {
+	case err != nil && isBench:
+		tb.Skipf("no PID namespace, no benchmark: %v", err)
+	case err != nil:
+		skipOrFail(tb, "%v", err)
+	}
+	bin := e2e.Binary(tb)
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+
+	timeout := namespaceTimeout
+	if t, ok := tb.(*testing.T); ok {
+		if dl, ok := t.Deadline(); ok && time.Until(dl)-5*time.Second < timeout {
+			timeout = max(time.Until(dl)-5*time.Second, 10*time.Second)
+		}
+	}
+	only := "^" + regexp.QuoteMeta(tb.Name()) + "$"
+	args := []string{"--pid", "--fork", "--mount-proc", "--kill-child", "--", exe, "-test.run=" + only}
+	if isBench {
+		args = []string{"--pid", "--fork", "--mount-proc", "--kill-child", "--", exe,
+			"-test.run=^$", "-test.bench=" + only, "-test.benchtime=1x"}
+	}
+	args = append(args, "-test.v", "-test.count=1", "-test.timeout="+(timeout-time.Second).String())
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, unsharePath, args...)
+	cmd.Env = append(os.Environ(), envInNamespace+"=1", envBinary+"="+bin)
+	cmd.Env = append(cmd.Env, extraEnv...)
+	// Should this test binary die, unshare dies too, and with it
+	// (--kill-child) the namespace.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 5 * time.Second
+	var out e2e.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	output := out.String()
+	// A benchmark's log is always shown: keep the inside's output for its
+	// failures.
+	if !isBench || err != nil {
+		tb.Logf("%s in a PID namespace:\n%s", tb.Name(), indent(output))
+	}
+	switch {
+	case ctx.Err() != nil:
+		tb.Fatalf("%s in a PID namespace: still running after %s", tb.Name(), timeout)
+	case err != nil:
+		tb.Fatalf("%s in a PID namespace: %v", tb.Name(), err)
+	case !isBench && strings.Contains(output, "--- SKIP: "+tb.Name()+" "):
+		tb.Skipf("skipped in the PID namespace")
+	case !isBench && !strings.Contains(output, "--- PASS: "+tb.Name()+" "):
+		tb.Fatalf("%s did not pass in the PID namespace", tb.Name())
+	}
+	return "", false
+}
+
+func indent(s string) string {
+	return "\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
+}
+
+// peer is a running peer process (nginx, Prometheus, a target).
+type peer struct {
+	tb   testing.TB
+	name string
+	cmd  *exec.Cmd
+	out  e2e.Buffer    // stdout and stderr
+	done chan struct{} // closed once the process has exited and been reaped
+}
+
+// startPeer starts cmd in its own process group. When the test ends the
+// whole group is killed, and the peer's output is logged if the test
+// failed.
+func startPeer(tb testing.TB, name string, cmd *exec.Cmd) *peer {
+	tb.Helper()
+	p := &peer{tb: tb, name: name, cmd: cmd, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &p.out, &p.out
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		if tb.Failed() {
+			tb.Logf("%s %s\n--- output:\n%s", name, strings.Join(cmd.Args[1:], " "), indent(p.out.String()))
+		}
+	})
+	return p
+}
+
+// Pid is the peer's process id.
+func (p *peer) Pid() int { return p.cmd.Process.Pid }
+
+// Running reports whether the peer has not exited.
+func (p *peer) Running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// mustRun fails the test if the peer has exited.
+func (p *peer) mustRun() {
+	p.tb.Helper()
+	if !p.Running() {
+		p.tb.Fatalf("%s exited: %v", p.name, p.cmd.ProcessState)
+	}
+}
+
+// freeAddr returns 127.0.0.1:port with a port that was free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// fixture renders testdata/peers/name as a text/template with data.
+func fixture(tb testing.TB, name string, data any) string {
+	tb.Helper()
+	tmpl, err := template.New(name).Option("missingkey=error").ParseFiles(filepath.Join("testdata", "peers", name))
+	if err != nil {
+		tb.Fatalf("fixture: %v", err)
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, data); err != nil {
+		tb.Fatalf("fixture %s: %v", name, err)
+	}
+	return b.String()
+}
+
+// peerClient talks to the peers; without keep-alives, so that no idle
+// connection pins an nginx worker that is shutting down.
+var peerClient = &http.Client{
+	Timeout:   5 * time.Second,
+	Transport: &http.Transport{DisableKeepAlives: true},
+}
+
+// get returns the status and body of GET url, or the error.
+func get(url string) (int, string, error) {
+	resp, err := peerClient.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// eventually fails the test with msg() unless cond returns true within
+// timeout. Unlike e2e.Eventually, whose arguments are evaluated before the
+// first poll, the message tells the state at the deadline.
+func eventually(tb testing.TB, timeout time.Duration, cond func() bool, msg func() string) {
+	tb.Helper()
+	if !e2e.Poll(timeout, cond) {
+		tb.Fatalf("after %s: %s", timeout, msg())
+	}
+}
+
+// waitGet waits until GET url answers status with a body for which ok
+// returns true, and returns the body.
+func waitGet(tb testing.TB, timeout time.Duration, url string, status int, ok func(body string) bool) string {
+	tb.Helper()
+	var (
+		code int
+		body string
+		err  error
+	)
+	eventually(tb, timeout, func() bool {
+		code, body, err = get(url)
+		return err == nil && code == status && ok(body)
+	}, func() string {
+		return fmt.Sprintf("GET %s: status %d (want %d), %v, body:\n%s", url, code, status, err, excerpt(body))
+	})
+	return body
+}
+
+func anyBody(string) bool { return true }
+
+func excerpt(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "..."
+	}
+	return s
+}
+
+// scrape returns the metrics a peer exposes at url, parsed.
+func scrape(tb testing.TB, url string) map[string]*dto.MetricFamily {
+	tb.Helper()
+	code, body, err := get(url)
+	if err != nil || code != http.StatusOK {
+		tb.Fatalf("GET %s: status %d, %v", url, code, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		tb.Fatalf("parse %s: %v", url, err)
+	}
+	return mfs
+}
+
+// peerMetric is the value of a peer's metric (summed over series), failing
+// the test if it has none.
+func peerMetric(tb testing.TB, url, name string) float64 {
+	tb.Helper()
+	v, ok := e2e.Value(scrape(tb, url), name, nil)
+	if !ok {
+		tb.Fatalf("%s has no metric %s", url, name)
+	}
+	return v
+}
+
+// metric is hotreload's metric name{labels}, 0 if it has no such series
+// yet.
+func metric(p *e2e.Proc, name string, labels map[string]string) float64 {
+	v, _ := p.Metric(name, labels)
+	return v
+}
+
+// waitMetric waits until hotreload's metric name{labels} satisfies ok.
+func waitMetric(tb testing.TB, p *e2e.Proc, timeout time.Duration, name string, labels map[string]string, ok func(float64) bool) {
+	tb.Helper()
+	eventually(tb, timeout, func() bool { return ok(metric(p, name, labels)) }, func() string {
+		return fmt.Sprintf("hotreload's %s%v is %v", name, labels, metric(p, name, labels))
+	})
+}
+
+func equals(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
+func atLeast(want float64) func(float64) bool {
+	return func(v float64) bool { return v >= want }
+}
+
+// procStat is what a test needs from /proc/<pid>/stat.
+type procStat struct {
+	PID, PPID int
+	Comm      string
+	State     byte
+	StartTime uint64 // clock ticks after boot: with the pid, names one process
+}
+
+// Dead reports a zombie or dead process.
+func (s procStat) Dead() bool { return s.State == 'Z' || s.State == 'X' }
+
+// readStat reads /proc/<pid>/stat.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	// pid (comm) state ppid ... with comm free to hold spaces and ")".
+	open, closing := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %q", pid, b)
+	}
+	f := strings.Fields(string(b[closing+1:])) // state is field 3, so f[i] is field i+3
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %q", pid, b)
+	}
+	s := procStat{PID: pid, Comm: string(b[open+1 : closing]), State: f[0][0]}
+	if s.PPID, err = strconv.Atoi(f[1]); err != nil {
+		return procStat{}, fmt.Errorf("parse ppid of %d: %w", pid, err)
+	}
+	if s.StartTime, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		return procStat{}, fmt.Errorf("parse start time of %d: %w", pid, err)
+	}
+	return s, nil
+}
+
+// mustStat is readStat that fails the test.
+func mustStat(tb testing.TB, pid int) procStat {
+	tb.Helper()
+	s, err := readStat(pid)
+	if err != nil {
+		tb.Fatalf("read /proc/%d/stat: %v", pid, err)
+	}
+	return s
+}
+
+// children lists the live processes whose parent is ppid.
+func children(tb testing.TB, ppid int) []procStat {
+	tb.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var kids []procStat
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		s, err := readStat(pid)
+		if err != nil || s.PPID != ppid || s.Dead() {
+			continue // gone meanwhile, or not a child
+		}
+		kids = append(kids, s)
+	}
+	return kids
+}

@@ -1,0 +1,84 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(body)
+}
+
+func TestHandler(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "hotreload_test_total", Help: "t"}).Add(3)
+	var ready atomic.Bool
+	h := Handler(reg, "/custom-metrics", ready.Load)
+
+	tests := []struct {
+		name, path string
+		ready      bool
+		wantCode   int
+		wantBody   string
+	}{
+		{"healthy while running", "/-/healthy", false, 200, "healthy"},
+		{"not ready before the volumes are watched", "/-/ready", false, 503, "not ready"},
+		{"ready once they are", "/-/ready", true, 200, "is ready"},
+		{"metrics at the telemetry path", "/custom-metrics", false, 200, "hotreload_test_total 3"},
+		{"no metrics elsewhere", "/metrics", false, 404, ""},
+		{"an index that links them", "/", false, 200, `href="/custom-metrics"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ready.Store(tt.ready)
+			code, body := get(t, h, tt.path)
+			if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
+				t.Errorf("GET %s = %d %q, want %d with %q", tt.path, code, body, tt.wantCode, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestServer(t *testing.T) {
+	if _, err := Listen(nil, "127.0.0.1:bad", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "--web.listen-address 127.0.0.1:bad") {
+		t.Errorf("Listen on a bad address: err = %v, want one naming --web.listen-address", err)
+	}
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(nil, s.Addr().String(), http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("Listen on a port in use: err = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	resp, err := http.Get("http://" + s.Addr().String() + "/-/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /-/ready = %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
