@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +120,20 @@ func TestAppDownAndUp(t *testing.T) {
 	}
 	if got := app.Completed(http.StatusOK); got != 2 {
 		t.Errorf("Completed(200) = %d, want 2", got)
+	}
+}
+
+// The end-to-end tests and benchmarks must measure the binary that ships.
+func TestBuildFlagsMatchMakefile(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GCFLAGS\s*:=[ \t]*(.*?)[ \t]*$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("the Makefile sets no GCFLAGS")
+	}
+	if got := string(m[1]); got != GCFlags {
+		t.Errorf("Makefile GCFLAGS = %q, internal/e2e builds with %q: keep them equal", got, GCFlags)
 	}
 }
