@@ -428,16 +428,7 @@ func (h *hotreload) waitLogged(n int) error {
 	return nil
 }
 
-func (h *hotreload) get(path string) (int, string, error) {
-	client := &http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get("http://" + h.addr + path)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
+func (h *hotreload) get(path string) (int, string, error) { return e2e.Get("http://" + h.addr + path) }
 
 func (h *hotreload) status(path string) int {
 	code, _, _ := h.get(path)

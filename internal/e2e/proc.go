@@ -248,8 +248,11 @@ func (p *Proc) Running() bool {
 }
 
 // Get requests path on the endpoints and returns the status code and body.
-func (p *Proc) Get(path string) (int, string, error) {
-	resp, err := client.Get(p.URL(path))
+func (p *Proc) Get(path string) (int, string, error) { return Get(p.URL(path)) }
+
+// Get requests url and returns the status code and body.
+func Get(url string) (int, string, error) {
+	resp, err := client.Get(url)
 	if err != nil {
 		return 0, "", err
 	}
