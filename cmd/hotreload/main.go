@@ -32,8 +32,7 @@ func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 func runMain(args []string, stdout, stderr io.Writer) int {
 	cfg, err := config.Parse(args, version.String(), stdout, os.Exit)
 	if err != nil {
-		fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
-		return 2
+		return badInput(stderr, err)
 	}
 	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 
@@ -51,8 +50,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		Poll:           cfg.Poll,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
-		return 2
+		return badInput(stderr, err)
 	}
 	r := reloader.New(logger, reg, cfg.Targets, reloader.Options{
 		Debounce:      cfg.Debounce,
@@ -64,8 +62,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	})
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, w.Ready))
 	if err != nil {
-		fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
-		return 2
+		return badInput(stderr, err)
 	}
 
 	names := make([]string, len(cfg.Targets))
@@ -96,6 +93,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	level.Info(logger).Log("msg", "stopped")
 	return 0
+}
+
+// badInput reports a problem found before start, such as a bad flag or a
+// port in use, in one line, and returns the exit status for it.
+func badInput(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
+	return 2
 }
 
 // until adapts a Run(ctx) function to a run.Group actor that is interrupted

@@ -94,7 +94,7 @@ func BenchmarkSwapToSignal(b *testing.B) {
 		t0 := time.Now()
 		e2e.Write(b, vol, true, e2e.Payload("app.conf", fmt.Sprintf("swap=%d\n", i)))
 		var got []time.Time
-		eventually(b, 10*time.Second, func() bool {
+		e2e.EventuallyMsg(b, 10*time.Second, func() bool {
 			got = readHups(b, hups)
 			return len(got) >= i
 		}, func() string { return fmt.Sprintf("swap %d: %d SIGHUPs received", i, len(got)) })

@@ -205,7 +205,7 @@ func (ng *nginx) payload(v string) map[string]kubelet.File {
 func (ng *nginx) waitWorkers(t *testing.T, old []int) []int {
 	t.Helper()
 	var pids []int
-	eventually(t, peerTimeout, func() bool {
+	e2e.EventuallyMsg(t, peerTimeout, func() bool {
 		pids = pids[:0]
 		for _, c := range children(t, ng.Pid()) {
 			if c.Comm == "nginx" {

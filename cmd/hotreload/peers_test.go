@@ -17,7 +17,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -283,34 +282,6 @@ func fixture(tb testing.TB, name string, data any) string {
 	return b.String()
 }
 
-// peerClient talks to the peers; without keep-alives, so that no idle
-// connection pins an nginx worker that is shutting down.
-var peerClient = &http.Client{
-	Timeout:   5 * time.Second,
-	Transport: &http.Transport{DisableKeepAlives: true},
-}
-
-// get returns the status and body of GET url, or the error.
-func get(url string) (int, string, error) {
-	resp, err := peerClient.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
-
-// eventually fails the test with msg() unless cond returns true within
-// timeout. Unlike e2e.Eventually, whose arguments are evaluated before the
-// first poll, the message tells the state at the deadline.
-func eventually(tb testing.TB, timeout time.Duration, cond func() bool, msg func() string) {
-	tb.Helper()
-	if !e2e.Poll(timeout, cond) {
-		tb.Fatalf("after %s: %s", timeout, msg())
-	}
-}
-
 // waitGet waits until GET url answers status with a body for which ok
 // returns true, and returns the body.
 func waitGet(tb testing.TB, timeout time.Duration, url string, status int, ok func(body string) bool) string {
@@ -320,8 +291,8 @@ func waitGet(tb testing.TB, timeout time.Duration, url string, status int, ok fu
 		body string
 		err  error
 	)
-	eventually(tb, timeout, func() bool {
-		code, body, err = get(url)
+	e2e.EventuallyMsg(tb, timeout, func() bool {
+		code, body, err = e2e.Get(url)
 		return err == nil && code == status && ok(body)
 	}, func() string {
 		return fmt.Sprintf("GET %s: status %d (want %d), %v, body:\n%s", url, code, status, err, excerpt(body))
@@ -341,7 +312,7 @@ func excerpt(s string) string {
 // scrape returns the metrics a peer exposes at url, parsed.
 func scrape(tb testing.TB, url string) map[string]*dto.MetricFamily {
 	tb.Helper()
-	code, body, err := get(url)
+	code, body, err := e2e.Get(url)
 	if err != nil || code != http.StatusOK {
 		tb.Fatalf("GET %s: status %d, %v", url, code, err)
 	}
@@ -374,7 +345,7 @@ func metric(p *e2e.Proc, name string, labels map[string]string) float64 {
 // waitMetric waits until hotreload's metric name{labels} satisfies ok.
 func waitMetric(tb testing.TB, p *e2e.Proc, timeout time.Duration, name string, labels map[string]string, ok func(float64) bool) {
 	tb.Helper()
-	eventually(tb, timeout, func() bool { return ok(metric(p, name, labels)) }, func() string {
+	e2e.EventuallyMsg(tb, timeout, func() bool { return ok(metric(p, name, labels)) }, func() string {
 		return fmt.Sprintf("hotreload's %s%v is %v", name, labels, metric(p, name, labels))
 	})
 }

@@ -76,7 +76,7 @@ func TestPrometheusReloadByWebhook(t *testing.T) {
 		live: func(t *testing.T, base string) {
 			// Prometheus scrapes the added job's target, hotreload.
 			var body string
-			eventually(t, peerTimeout, func() bool {
+			e2e.EventuallyMsg(t, peerTimeout, func() bool {
 				body = waitGet(t, peerTimeout, base+"/api/v1/targets?state=active", http.StatusOK, anyBody)
 				var resp struct {
 					Data struct {
@@ -159,7 +159,7 @@ func testWebhookPeer(t *testing.T, app webhookPeer) {
 	waitConfigured := func(want string) {
 		t.Helper()
 		var body string
-		eventually(t, peerTimeout, func() bool { body = config(); return app.configured(t, body, want) }, func() string {
+		e2e.EventuallyMsg(t, peerTimeout, func() bool { body = config(); return app.configured(t, body, want) }, func() string {
 			return fmt.Sprintf("%s does not run a configuration with %q:\n%s", app.name, want, excerpt(body))
 		})
 	}

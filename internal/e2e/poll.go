@@ -33,3 +33,12 @@ func Eventually(tb testing.TB, timeout time.Duration, cond func() bool, format s
 		tb.Fatalf("after %s: "+format, append([]any{timeout}, args...)...)
 	}
 }
+
+// EventuallyMsg is Eventually with a message built at the deadline, so that
+// it tells the state then rather than when the wait began.
+func EventuallyMsg(tb testing.TB, timeout time.Duration, cond func() bool, msg func() string) {
+	tb.Helper()
+	if !Poll(timeout, cond) {
+		tb.Fatalf("after %s: %s", timeout, msg())
+	}
+}

@@ -34,8 +34,9 @@ const (
 	StopTimeout = 15 * time.Second
 )
 
-// client talks to hotreload's endpoints. Keep-alives are off so that no
-// idle connection (and its goroutines) outlives a test.
+// client talks to hotreload's endpoints and the apps of the tests. Keep-alives
+// are off so that no idle connection (and its goroutines) outlives a test, or
+// pins an nginx worker that is shutting down.
 var client = &http.Client{
 	Timeout:   5 * time.Second,
 	Transport: &http.Transport{DisableKeepAlives: true},
