@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func (c *Config) Register(app *kingpin.Application) {
 		return app.Flag(name, help).Envar(env)
 	}
 	duration := func(name, help, def string, d *time.Duration) {
-		flag(name, help).Default(def).SetValue(durationValue{name, d})
+		flag(name, help).Default(def).SetValue(newDurationValue(name, d))
 	}
 	count := func(name, help, def string, n *int) {
 		flag(name, help).Default(def).SetValue(countValue{name, n})
@@ -77,15 +78,15 @@ func (c *Config) Register(app *kingpin.Application) {
 	duration("resync-interval", "Re-hash every volume this often to catch missed events, and retry targets whose reload failed; 0 turns it off.", "2m", &c.ResyncInterval)
 	duration("poll-interval", "Poll period when inotify cannot be used, and while waiting for a volume that does not exist yet.", "5s", &c.PollInterval)
 	flag("poll", "Never use inotify; poll every --poll-interval (for filesystems without inotify).").
-		BoolVar(&c.Poll)
+		SetValue(boolValue{"poll", &c.Poll})
 	flag("reload-on-start", "Reload once at start, before any change.").
-		BoolVar(&c.ReloadOnStart)
+		SetValue(boolValue{"reload-on-start", &c.ReloadOnStart})
 
 	// HTTP targets.
 	flag("webhook-url", "URL to call to reload the app; basic auth from its user info. Repeatable: each URL is its own target.").
 		PlaceHolder("URL").StringsVar(&c.WebhookURLs)
 	flag("webhook-method", "HTTP method of the reload request.").
-		Default("POST").StringVar(&c.Webhook.Method)
+		Default("POST").SetValue(nonEmptyValue{"webhook-method", &c.Webhook.Method, "an HTTP method such as POST"})
 	flag("webhook-status-code", "Status code that means success, such as 200 or a class such as 2xx. Repeatable.").
 		Default("200").StringsVar(&c.Webhook.StatusCodes)
 	count("webhook-retries", "Attempts per change (as configmap-reload counts them); 0 retries until the reload succeeds.", "0", &c.Retries)
@@ -102,11 +103,11 @@ func (c *Config) Register(app *kingpin.Application) {
 	flag("webhook-key-file", "PEM key of the client certificate.").
 		PlaceHolder("FILE").StringVar(&c.Webhook.KeyFile)
 	flag("webhook-insecure-skip-verify", "Do not verify the server's certificate (for an app on localhost only).").
-		BoolVar(&c.Webhook.InsecureSkipVerify)
+		SetValue(boolValue{"webhook-insecure-skip-verify", &c.Webhook.InsecureSkipVerify})
 
 	// Signal target.
 	flag("signal", "Signal to send to reload the app through a shared process namespace, such as SIGHUP, HUP or 1.").
-		PlaceHolder("SIGNAL").StringVar(&c.Signal.Signal)
+		PlaceHolder("SIGNAL").SetValue(nonEmptyValue{"signal", &c.Signal.Signal, "a signal such as SIGHUP"})
 	flag("process-name", "Signal processes with this name (comm, or base name of the executable or argv[0]); only the topmost of a tree, such as the nginx master.").
 		PlaceHolder("NAME").StringVar(&c.Signal.ProcessName)
 	flag("process-cmdline", "Signal processes whose full command line matches this regular expression.").
@@ -114,7 +115,7 @@ func (c *Config) Register(app *kingpin.Application) {
 	flag("pid-file", "Signal the process whose pid this file holds; read at every reload.").
 		PlaceHolder("FILE").StringVar(&c.Signal.PIDFile)
 	flag("signal-force", "Send the signal even if the target does not handle it and would be terminated by it.").
-		BoolVar(&c.Signal.Force)
+		SetValue(boolValue{"signal-force", &c.Signal.Force})
 
 	// prometheus-config-reloader's names for the same things, which the
 	// Prometheus community charts pass since prometheus chart 20.0 and
@@ -142,6 +143,10 @@ func Parse(args []string, version string, out io.Writer, terminate func(int)) (*
 	app.Version(version).Writer(out).UsageWriter(out).ErrorWriter(out).Terminate(terminate)
 	app.HelpFlag.Short('h')
 	c.Register(app)
+	args, err := boolArgs(app, args)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := app.Parse(args); err != nil {
 		return nil, err
 	}
@@ -158,16 +163,15 @@ func (c *Config) check() error {
 	if len(c.VolumeDirs) == 0 {
 		return errors.New("--volume-dir is required: give the directory to watch")
 	}
-	if c.PollInterval == 0 {
-		return errors.New("--poll-interval 0s: must be positive")
-	}
 	for _, d := range c.VolumeDirs {
 		if strings.TrimSpace(d) == "" {
 			return errors.New(`--volume-dir "": must not be empty`)
 		}
 	}
-	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
+	if _, port, err := net.SplitHostPort(c.ListenAddress); err != nil {
 		return fmt.Errorf("--web.listen-address %q: want host:port, such as :9533", c.ListenAddress)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("--web.listen-address %q: the port must be a number from 0 to 65535", c.ListenAddress)
 	}
 	if !strings.HasPrefix(c.TelemetryPath, "/") || c.TelemetryPath == "/" || strings.HasPrefix(c.TelemetryPath, "/-/") {
 		return fmt.Errorf("--web.telemetry-path %q: want a path such as /metrics, not / nor under /-/", c.TelemetryPath)

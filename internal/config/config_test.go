@@ -141,7 +141,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"negative debounce", []string{vol, url, "--debounce=-1s"}, "--debounce -1s: must not be negative"},
 		{"negative timeout", []string{vol, url, "--webhook-timeout=-5s"}, "--webhook-timeout -5s: must not be negative"},
 		{"not a duration", []string{vol, url, "--resync-interval=soon"}, "resync-interval"},
-		{"zero poll interval", []string{vol, url, "--poll-interval=0"}, "--poll-interval 0s: must be positive"},
+		{"zero poll interval", []string{vol, url, "--poll-interval=0"}, "--poll-interval 0: must be from 100ms to 1h"},
 		{"negative retries", []string{vol, url, "--webhook-retries=-1"}, "--webhook-retries -1: must not be negative"},
 		{"listen address", []string{vol, url, "--web.listen-address=9533"}, "--web.listen-address"},
 		{"telemetry path", []string{vol, url, "--web.telemetry-path=metrics"}, "--web.telemetry-path"},
@@ -210,6 +210,101 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 	} {
 		if !bytes.Contains(readme, []byte("| `"+m)) {
 			t.Errorf("README's metric table has no row for %s", m)
+		}
+	}
+}
+
+// Values that do harm are refused in one line naming the flag, with the
+// bounds; the values at the bounds are taken.
+func TestFlagBounds(t *testing.T) {
+	vol, url := "--volume-dir=/etc/config", "--webhook-url=http://127.0.0.1:9090/-/reload"
+	bad := []struct {
+		arg, want string
+	}{
+		{"--webhook-max-backoff=1ns", "--webhook-max-backoff 1ns: must be from 100ms to 10m"},
+		{"--webhook-max-backoff=1h", "--webhook-max-backoff 1h: must be from 100ms to 10m"},
+		{"--resync-interval=1ns", "--resync-interval 1ns: must be 0 (off) or from 1s to 24h"},
+		{"--resync-interval=25h", "--resync-interval 25h: must be 0 (off) or from 1s to 24h"},
+		{"--poll-interval=1ns", "--poll-interval 1ns: must be from 100ms to 1h"},
+		{"--webhook-timeout=1ns", "--webhook-timeout 1ns: must be from 100ms to 10m"},
+		{"--webhook-timeout=0", "--webhook-timeout 0: must be from 100ms to 10m"},
+		{"--debounce=1000000h", "--debounce 1000000h: must be 0 (off) or from 1ms to 1h"},
+		{"--debounce=1ns", "--debounce 1ns: must be 0 (off) or from 1ms to 1h"},
+		{"--shutdown-grace=11m", "--shutdown-grace 11m: must be at most 10m"},
+		{"--debounce=-1s", "--debounce -1s: must not be negative"},
+		{"--web.listen-address=:65536", `--web.listen-address ":65536": the port must be a number from 0 to 65535`},
+		{"--web.listen-address=:http", `--web.listen-address ":http": the port must be a number from 0 to 65535`},
+		{"--webhook-method=", `--webhook-method "": must not be empty; want an HTTP method such as POST`},
+		{"--signal=", `--signal "": must not be empty; want a signal such as SIGHUP`},
+		{"--poll=maybe", "--poll=maybe: --poll takes no value, or true or false"},
+		{"--no-poll=maybe", "--no-poll=maybe: --no-poll takes no value, or true or false"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.arg, func(t *testing.T) {
+			_, err := parse(t, vol, url, tt.arg)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Parse(%s) = %v, want %q", tt.arg, err, tt.want)
+			}
+		})
+	}
+	t.Run("env", func(t *testing.T) {
+		t.Setenv("HOTRELOAD_POLL", "maybe")
+		_, err := parse(t, vol, url)
+		if want := `--poll "maybe": want true or false`; err == nil || err.Error() != want {
+			t.Fatalf("Parse with HOTRELOAD_POLL=maybe = %v, want %q", err, want)
+		}
+	})
+
+	good := []struct {
+		args  []string
+		check func(c *Config) bool
+	}{
+		{[]string{"--debounce=0", "--resync-interval=0", "--shutdown-grace=0"}, func(c *Config) bool {
+			return c.Debounce == 0 && c.ResyncInterval == 0 && c.ShutdownGrace == 0
+		}},
+		{[]string{"--debounce=1ms", "--resync-interval=1s", "--poll-interval=100ms", "--webhook-timeout=100ms", "--webhook-max-backoff=100ms"}, func(c *Config) bool {
+			return c.Debounce == time.Millisecond && c.ResyncInterval == time.Second && c.PollInterval == 100*time.Millisecond &&
+				c.Webhook.Timeout == 100*time.Millisecond && c.MaxBackoff == 100*time.Millisecond
+		}},
+		{[]string{"--debounce=1h", "--resync-interval=24h", "--poll-interval=1h", "--webhook-timeout=10m", "--webhook-max-backoff=10m", "--shutdown-grace=10m"}, func(c *Config) bool {
+			return c.Debounce == time.Hour && c.ResyncInterval == 24*time.Hour && c.PollInterval == time.Hour &&
+				c.Webhook.Timeout == 10*time.Minute && c.MaxBackoff == 10*time.Minute && c.ShutdownGrace == 10*time.Minute
+		}},
+		{[]string{"--poll=true", "--reload-on-start=false"}, func(c *Config) bool { return c.Poll && !c.ReloadOnStart }},
+		{[]string{"--no-poll=true", "--no-reload-on-start=false"}, func(c *Config) bool { return !c.Poll && c.ReloadOnStart }},
+		{[]string{"--poll=false", "--reload-on-start"}, func(c *Config) bool { return !c.Poll && c.ReloadOnStart }},
+		{[]string{"--web.listen-address=127.0.0.1:0"}, func(c *Config) bool { return c.ListenAddress == "127.0.0.1:0" }},
+		{[]string{"--web.listen-address=:65535"}, func(c *Config) bool { return c.ListenAddress == ":65535" }},
+	}
+	for _, tt := range good {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			c, err := parse(t, append([]string{vol, url}, tt.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Errorf("config = %+v", c)
+			}
+		})
+	}
+}
+
+// Every duration flag has bounds, and its default is within them.
+func TestEveryDurationFlagHasBounds(t *testing.T) {
+	app := kingpin.New("t", "")
+	(&Config{}).Register(app)
+	for _, f := range app.Model().Flags {
+		v, ok := f.Value.(durationValue)
+		if !ok {
+			continue
+		}
+		if _, ok := durationLimits[f.Name]; !ok {
+			t.Errorf("--%s has no entry in durationLimits", f.Name)
+		}
+		for _, def := range f.Default {
+			if err := v.Set(def); err != nil {
+				t.Errorf("default of --%s: %v", f.Name, err)
+			}
 		}
 	}
 }
