@@ -169,23 +169,49 @@ func NewWebhook(opts WebhookOptions) (*Webhook, error) {
 			w.secrets = append(w.secrets, v)
 		}
 	}
-	for _, vs := range w.header {
+	for name, vs := range w.header {
 		w.secrets = append(w.secrets, vs...)
+		if name == "Authorization" || name == "Proxy-Authorization" {
+			for _, v := range vs {
+				w.secrets = append(w.secrets, credentialParts(v)...)
+			}
+		}
 	}
 	return w, nil
+}
+
+// credentialParts returns the parts of an Authorization value that an app
+// may echo on their own: the credentials after the scheme ("Bearer T"
+// gives T) and, for Basic, the decoded "user:password" and the password.
+func credentialParts(value string) []string {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(value), " ")
+	if !ok {
+		return nil
+	}
+	cred = strings.TrimSpace(cred)
+	parts := []string{cred}
+	if strings.EqualFold(scheme, "Basic") {
+		if b, err := base64.StdEncoding.DecodeString(cred); err == nil {
+			parts = append(parts, string(b))
+			if _, p, ok := strings.Cut(string(b), ":"); ok {
+				parts = append(parts, p, url.QueryEscape(p), url.PathEscape(p))
+			}
+		}
+	}
+	return parts
 }
 
 // parseWebhookURL parses and checks --webhook-url. Errors quote the URL
 // with its credentials redacted.
 func parseWebhookURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
-	if err != nil {
-		// url.Error quotes the whole URL; keep only its cause.
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return nil, fmt.Errorf("--webhook-url %q: %w", redactRawURL(raw), err)
+	// A password with an unescaped / ? or # ends the authority early: the
+	// URL does not parse ("invalid port" quoting the password), or parses
+	// with the rest of the password and an @ in its path, query or
+	// fragment. Nothing of such a URL after the scheme is shown, nor the
+	// parser's text, which quotes it.
+	if err != nil || strings.Contains(u.Opaque+u.Path+u.RawQuery+u.Fragment, "@") {
+		return nil, unparsedURLError(raw)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
@@ -576,29 +602,27 @@ func redactURL(u *url.URL) string {
 	return r.String()
 }
 
-// redactRawURL redacts a URL that does not parse, as well as it can: the
-// password in the authority and the whole query are replaced.
-func redactRawURL(raw string) string {
-	s := raw
-	var query bool
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		query = s[i] == '?'
-		s = s[:i]
+// unparsedURLError reports a --webhook-url that does not parse, showing its
+// scheme only: where a password holds / ? # or a bad % escape, whatever
+// follows the scheme may be part of it.
+func unparsedURLError(raw string) error {
+	const hint = "not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)"
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok || !isScheme(scheme) {
+		return errors.New("--webhook-url: " + hint)
 	}
-	if scheme, rest, ok := strings.Cut(s, "://"); ok {
-		authority, path := rest, ""
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			authority, path = rest[:i], rest[i:]
+	return fmt.Errorf("--webhook-url %q: %s", scheme+"://...", hint)
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986, 3.1).
+func isScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
 		}
-		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
-			if user, _, ok := strings.Cut(authority[:at], ":"); ok {
-				authority = user + ":" + redacted + authority[at:]
-			}
-		}
-		s = scheme + "://" + authority + path
 	}
-	if query {
-		s += "?" + redacted
-	}
-	return s
+	return s != ""
 }

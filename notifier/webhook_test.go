@@ -150,9 +150,11 @@ func TestNewWebhookValidation(t *testing.T) {
 		{name: "fragment", opts: WebhookOptions{URL: url + "#top"},
 			wantErr: `--webhook-url "http://127.0.0.1:9090/-/reload#top": must not have a fragment`},
 		{name: "does not parse", opts: WebhookOptions{URL: "http://127.0.0.1:90 90/"},
-			wantErr: `--webhook-url "http://127.0.0.1:90 90/": invalid port`},
+			wantErr: `--webhook-url "http://...": not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`},
 		{name: "does not parse, with a password", opts: WebhookOptions{URL: "http://admin:s3cret-pw@127.0.0.1:90 90/?token=s3cret-q"},
-			wantErr: `--webhook-url "http://admin:xxxxx@127.0.0.1:90 90/?xxxxx": invalid port`, secret: "s3cret"},
+			wantErr: `--webhook-url "http://...": not a valid URL;`, secret: "s3cret"},
+		{name: "no scheme, does not parse", opts: WebhookOptions{URL: "admin:s3cret-pw@127.0.0.1:90 90/"},
+			wantErr: `--webhook-url: not a valid URL;`, secret: "s3cret"},
 		{name: "scheme error with a password", opts: WebhookOptions{URL: "ftp://admin:s3cret-pw@h/?token=s3cret-q"},
 			wantErr: `--webhook-url "ftp://admin:xxxxx@h/?token=xxxxx": scheme must be`, secret: "s3cret"},
 
@@ -747,5 +749,72 @@ func TestNoCredentialInNamesOrErrors(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A password with / ? # or a bad % escape breaks the URL's authority: the
+// error shows the scheme only, never a part of the password nor the
+// parser's text, which quotes it.
+func TestUnparsedURLShowsNoPassword(t *testing.T) {
+	const want = `--webhook-url "http://...": not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`
+	for _, password := range []string{"s3cret/pw", "s3cret?pw", "s3cret#pw", "s3cret%zz", "12/s3cret", "12?s3cret", "12#s3cret"} {
+		t.Run(password, func(t *testing.T) {
+			_, err := NewWebhook(WebhookOptions{URL: "http://admin:" + password + "@127.0.0.1:9090/-/reload"})
+			if err == nil || err.Error() != want {
+				t.Fatalf("NewWebhook error = %v, want %q", err, want)
+			}
+		})
+	}
+	t.Run("escaped", func(t *testing.T) {
+		w, err := NewWebhook(WebhookOptions{URL: "http://admin:s3cret%2Fpw%3F%23%25@127.0.0.1:9090/-/reload"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := w.user.Password(); p != "s3cret/pw?#%" {
+			t.Errorf("password = %q, want it decoded", p)
+		}
+		if want := "http://admin:xxxxx@127.0.0.1:9090/-/reload"; w.Name() != want {
+			t.Errorf("Name() = %q, want %q", w.Name(), want)
+		}
+	})
+}
+
+// An app that echoes the credential of an Authorization or
+// Proxy-Authorization header on its own, without its scheme, or the
+// decoded user:password of Basic, or the password alone, has it scrubbed.
+func TestAuthorizationHeaderPartsScrubbed(t *testing.T) {
+	const (
+		token    = "t0ken-s3cret"
+		user     = "admin"
+		password = "pa55-s3cret"
+	)
+	basic := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	tests := []struct {
+		name, header, echo, want string
+	}{
+		{"bearer token alone", "Authorization: Bearer " + token, token,
+			"status 401, want 200: bad token xxxxx"},
+		{"proxy bearer token alone", "Proxy-Authorization: Bearer " + token, token,
+			"status 401, want 200: bad token xxxxx"},
+		{"basic user:password", "Authorization: Basic " + basic, user + ":" + password,
+			"status 401, want 200: bad token xxxxx"},
+		{"basic password alone", "authorization: basic " + basic, password,
+			"status 401, want 200: bad token xxxxx"},
+		{"basic base64 alone", "Authorization: Basic " + basic, basic,
+			"status 401, want 200: bad token xxxxx"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, "bad token %s", tt.echo)
+			})
+			w := newTestWebhook(t, WebhookOptions{URL: srv.URL + "/reload", Headers: []string{tt.header}})
+			err := w.Notify(t.Context())
+			want := "POST " + srv.URL + "/reload: " + tt.want
+			if err == nil || err.Error() != want {
+				t.Fatalf("Notify error = %v, want %q", err, want)
+			}
+		})
 	}
 }
