@@ -10,6 +10,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	lastOK   *prometheus.GaugeVec
 	lastTS   *prometheus.GaugeVec
+	content  *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,5 +33,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "hotreload_last_reload_success_timestamp_seconds",
 			Help: "Unix time of the target's last successful reload.",
 		}, []string{"target"}),
+		content: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hotreload_volume_content_info",
+			Help: "1 for the content every target was last given, per volume: hash is the first 12 hex digits of the volume's content hash. One series per volume.",
+		}, []string{"dir", "hash"}),
 	}
 }

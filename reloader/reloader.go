@@ -1,17 +1,28 @@
 // Package reloader decides when to reload: it takes content changes from the
 // watcher, waits for a burst to settle (debounce, with an upper bound), and
-// hands one reload to every target. Each target has its own delivery loop:
-// at most one attempt in flight, retries with backoff, and latest wins, so a
-// change that arrives during a delivery folds into one follow-up and a
-// superseded change is never retried on its own.
+// asks every target for the content the volumes now hold. Each target has
+// its own delivery loop: at most one attempt in flight, retries with backoff,
+// and latest wins, so a change that arrives during a delivery folds into one
+// follow-up and a superseded change is never retried on its own.
+//
+// A target is given content, not events: the loop remembers, per target, the
+// content it last delivered (a hash per volume) and delivers only when the
+// content asked for differs from it. A burst that ends on what the app
+// already has reloads nothing, a failed change that is reverted to the
+// delivered content is dropped, and one that stays changed is re-sent. At
+// start the delivered content is the startup content (the app has just read
+// it), or what a state file says was delivered before a restart.
 package reloader
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-kit/log"
@@ -31,6 +42,20 @@ const MaxDelayFactor = 10
 // again at warning level; in between it is logged at debug level.
 const repeatLogEvery = time.Minute
 
+// probeTimeout bounds one reachability probe.
+const probeTimeout = time.Second
+
+// Prober is implemented by targets that can tell cheaply, without a reload
+// request, whether the app is listening again (a TCP connect). After an
+// attempt failed with a refused connection, the delivery loop probes every
+// Options.ProbeInterval while it waits for the next retry, and retries at
+// once when the probe succeeds.
+type Prober interface {
+	Reachable(ctx context.Context) bool
+}
+
+var _ Prober = (*notifier.Webhook)(nil)
+
 // Options configure a Reloader.
 type Options struct {
 	// Debounce is how long to wait after the last change before reloading;
@@ -43,23 +68,48 @@ type Options struct {
 	// RetryInterval is how often a target whose attempts ran out is tried
 	// again without a new change; 0 means only on the next change.
 	RetryInterval time.Duration
+	// ProbeInterval is how often a target that refused the connection and
+	// implements Prober is probed while waiting to retry; 0 never probes.
+	ProbeInterval time.Duration
 	// ReloadOnStart reloads every target once when Run starts.
 	ReloadOnStart bool
 	// ShutdownGrace is how long an in-flight reload may go on once the
 	// context of Run is done; 0 abandons it at once.
 	ShutdownGrace time.Duration
+	// Initial, if set, returns the content hash of each volume at start,
+	// once it is known; Run calls it once before it reads any change. That
+	// content is what the app has at start, unless State says otherwise.
+	// Nil means nothing is known: the first change of a volume reloads.
+	Initial func(ctx context.Context) (map[string][32]byte, error)
+	// State, if set, records the content delivered to each target, so that
+	// a change made while hotreload was not running is delivered at start.
+	State *StateFile
 }
+
+// content is what the volumes hold: a hash per directory.
+type content map[string][32]byte
 
 // Reloader turns content changes into reloads of its targets.
 type Reloader struct {
 	logger  log.Logger
 	opts    Options
 	targets []*target
+	metrics *metrics
 
 	// Owned by Run's goroutine.
-	gen   uint64              // generation of the newest reload
-	seen  map[string][32]byte // newest hash of each directory
-	fired map[string][32]byte // hash of each directory at the last reload
+	seen content // newest hash of each directory
+
+	// mu guards the delivery state of every target and what is exported
+	// about it.
+	mu      sync.Mutex
+	volumes map[string]Delivered // content every target has, by directory
+}
+
+// Delivered is the content of one volume that every target was given.
+type Delivered struct {
+	Dir  string
+	Hash [32]byte
+	At   time.Time // when the last target got it; for the startup content, when Run started
 }
 
 // New returns a Reloader for targets. Metrics are registered with reg.
@@ -68,18 +118,30 @@ func New(logger log.Logger, reg prometheus.Registerer, targets []notifier.Target
 		logger = log.NewNopLogger()
 	}
 	logger = log.With(logger, "component", "reloader")
-	m := newMetrics(reg)
-	r := &Reloader{logger: logger, opts: opts, seen: map[string][32]byte{}, fired: map[string][32]byte{}}
+	r := &Reloader{logger: logger, opts: opts, metrics: newMetrics(reg), seen: content{}, volumes: map[string]Delivered{}}
 	for _, n := range targets {
-		r.targets = append(r.targets, newTarget(n, logger, m, &r.opts))
+		r.targets = append(r.targets, newTarget(r, n))
 	}
 	return r
+}
+
+// Content returns the content that every target was given, one entry per
+// volume, sorted by directory. It is safe to call at any time.
+func (r *Reloader) Content() []Delivered {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Collect(maps.Values(r.volumes))
+	slices.SortFunc(out, func(a, b Delivered) int { return strings.Compare(a.Dir, b.Dir) })
+	return out
 }
 
 // Run reloads the targets for every change read from changes until ctx is
 // done. Then it stops reading changes, lets a reload already in flight finish
 // within Options.ShutdownGrace, and returns nil.
 func (r *Reloader) Run(ctx context.Context, changes <-chan watcher.Change) error {
+	if err := r.begin(ctx); err != nil {
+		return err
+	}
 	// Deliveries outlive ctx by the grace period, so they get a context of
 	// their own; stop tells the delivery loops to take no new work.
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -89,10 +151,7 @@ func (r *Reloader) Run(ctx context.Context, changes <-chan watcher.Change) error
 	for _, t := range r.targets {
 		wg.Go(func() { t.run(dctx, stop) })
 	}
-	if r.opts.ReloadOnStart {
-		level.Info(r.logger).Log("msg", "reloading on start")
-		r.fire()
-	}
+	r.offer()
 
 	r.debounce(ctx, changes)
 
@@ -110,9 +169,68 @@ func (r *Reloader) Run(ctx context.Context, changes <-chan watcher.Change) error
 	return nil
 }
 
-// debounce reads changes until ctx is done and fires a reload once a burst
-// has settled: Debounce after its last change, and at most MaxDelayFactor
-// times Debounce after its first.
+// begin sets what each target has at start: the startup content, what the
+// state file says was delivered before, or nothing with ReloadOnStart.
+func (r *Reloader) begin(ctx context.Context) error {
+	if r.opts.Initial != nil {
+		initial, err := r.opts.Initial(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped before start: nothing to do
+			}
+			return fmt.Errorf("initial content: %w", err)
+		}
+		maps.Copy(r.seen, initial)
+	}
+	now := time.Now()
+	var recorded map[string]map[string]StateEntry // target -> dir -> entry
+	if r.opts.State != nil {
+		recorded = r.opts.State.load(r.logger)
+	} else {
+		level.Info(r.logger).Log("msg", "no --state-file: a change made while hotreload is not running (a restart, a crash) cannot be detected; mount an emptyDir and set --state-file to a file in it")
+	}
+
+	r.mu.Lock()
+	var changed []string
+	for _, t := range r.targets {
+		t.wanted = maps.Clone(r.seen)
+		if r.opts.ReloadOnStart {
+			continue // t.delivered stays unknown: every target reloads
+		}
+		t.delivered = maps.Clone(r.seen)
+		t.at = map[string]time.Time{}
+		for d := range r.seen {
+			t.at[d] = now
+		}
+		for d, e := range recorded[t.name] {
+			if _, watched := r.seen[d]; !watched {
+				continue // not there now: compared when it appears
+			}
+			t.delivered[d], t.at[d] = e.Hash, e.At
+			if e.Hash != r.seen[d] && !slices.Contains(changed, d) {
+				changed = append(changed, d)
+			}
+		}
+	}
+	for d := range r.seen {
+		r.exportLocked(d)
+	}
+	r.saveLocked()
+	r.mu.Unlock()
+
+	switch {
+	case r.opts.ReloadOnStart:
+		level.Info(r.logger).Log("msg", "reloading on start")
+	case len(changed) > 0:
+		slices.Sort(changed)
+		level.Info(r.logger).Log("msg", "content changed while hotreload was not running, reloading", "dirs", strings.Join(changed, ","))
+	}
+	return nil
+}
+
+// debounce reads changes until ctx is done and offers the content once a
+// burst has settled: Debounce after its last change, and at most
+// MaxDelayFactor times Debounce after its first.
 func (r *Reloader) debounce(ctx context.Context, changes <-chan watcher.Change) {
 	var (
 		dirs     []string
@@ -162,54 +280,146 @@ func (r *Reloader) debounce(ctx context.Context, changes <-chan watcher.Change) 
 	}
 }
 
-// settled reloads for a burst of changes to dirs, unless every one of them
-// is back to the content of the last reload (a file edited and restored, a
-// directory briefly emptied): the app already has that content.
+// settled offers the content after a burst of changes to dirs. Targets that
+// already have it (a file edited and restored, a directory briefly emptied)
+// are not reloaded.
 func (r *Reloader) settled(dirs []string) {
-	same := true
-	for _, d := range dirs {
-		if h, ok := r.fired[d]; !ok || h != r.seen[d] {
-			same = false
+	r.mu.Lock()
+	pending := false
+	for _, t := range r.targets {
+		if t.differsLocked(r.seen) {
+			pending = true
 		}
-		r.fired[d] = r.seen[d]
 	}
-	if same {
-		level.Info(r.logger).Log("msg", "content changed and changed back, not reloading", "dirs", strings.Join(dirs, ","))
-		return
+	r.mu.Unlock()
+	if pending {
+		level.Info(r.logger).Log("msg", "content changed, reloading", "dirs", strings.Join(dirs, ","))
+	} else {
+		level.Info(r.logger).Log("msg", "content is what the app was last given, not reloading", "dirs", strings.Join(dirs, ","))
 	}
-	level.Info(r.logger).Log("msg", "content changed, reloading", "dirs", strings.Join(dirs, ","))
-	r.fire()
+	r.offer()
 }
 
-// fire asks every target to deliver the newest generation.
-func (r *Reloader) fire() {
-	r.gen++
+// offer asks every target for the newest content. A target that already
+// has it does nothing, and drops a retry it was waiting for.
+func (r *Reloader) offer() {
+	r.mu.Lock()
 	for _, t := range r.targets {
-		t.want(r.gen)
+		t.wanted = maps.Clone(r.seen)
+	}
+	r.mu.Unlock()
+	for _, t := range r.targets {
+		select {
+		case t.kick <- struct{}{}:
+		default: // a kick is already pending; it will read the newest wanted
+		}
 	}
 }
+
+// delivered records that t was given c at time at: in t, in the state file,
+// and in what is exported per volume.
+func (r *Reloader) delivered(t *target, c content, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.delivered == nil {
+		t.delivered, t.at = content{}, map[string]time.Time{}
+	}
+	for d, h := range c {
+		if old, ok := t.delivered[d]; !ok || old != h {
+			t.at[d] = at
+		}
+		t.delivered[d] = h
+	}
+	for d := range c {
+		r.exportLocked(d)
+	}
+	r.saveLocked()
+}
+
+// exportLocked updates what is exported about dir: the content every target
+// has, if they all have the same, with the time the last of them got it.
+func (r *Reloader) exportLocked(dir string) {
+	var (
+		hash [32]byte
+		at   time.Time
+	)
+	for i, t := range r.targets {
+		h, ok := t.delivered[dir]
+		if !ok || (i > 0 && h != hash) {
+			return // not every target has the same content yet
+		}
+		hash = h
+		if t.at[dir].After(at) {
+			at = t.at[dir]
+		}
+	}
+	if len(r.targets) == 0 {
+		return
+	}
+	old, had := r.volumes[dir]
+	if had && old.Hash == hash {
+		return
+	}
+	if had {
+		r.metrics.content.DeleteLabelValues(dir, ShortHash(old.Hash))
+	}
+	r.volumes[dir] = Delivered{Dir: dir, Hash: hash, At: at}
+	r.metrics.content.WithLabelValues(dir, ShortHash(hash)).Set(1)
+}
+
+// saveLocked writes what every target was given to the state file.
+func (r *Reloader) saveLocked() {
+	if r.opts.State == nil {
+		return
+	}
+	s := map[string]map[string]StateEntry{}
+	for _, t := range r.targets {
+		for d, h := range t.delivered {
+			if s[d] == nil {
+				s[d] = map[string]StateEntry{}
+			}
+			s[d][t.name] = StateEntry{Hash: h, At: t.at[d]}
+		}
+	}
+	if err := r.opts.State.save(s); err != nil {
+		level.Warn(r.logger).Log("msg", "cannot write --state-file, a restart will not know what was delivered; retrying at the next reload", "err", err)
+	}
+}
+
+// shortHash is the label value of a content hash: its first 12 hex digits.
+func ShortHash(h [32]byte) string { return fmt.Sprintf("%x", h[:6]) }
 
 // target is the delivery loop of one notifier.Target.
 type target struct {
+	r      *Reloader
 	n      notifier.Target
+	name   string
 	logger log.Logger
 	opts   *Options
 
-	wanted atomic.Uint64 // newest generation asked for
-	kick   chan struct{} // capacity 1: "wanted has moved"
+	kick chan struct{} // capacity 1: "wanted has moved"
+
+	// Guarded by r.mu.
+	wanted    content              // the newest content asked for
+	delivered content              // what the target was last given; nil: unknown
+	at        map[string]time.Time // when each directory's delivered content was given
 
 	success, failure prometheus.Counter
 	duration         prometheus.Observer
 	lastOK, lastTS   prometheus.Gauge
 }
 
-func newTarget(n notifier.Target, logger log.Logger, m *metrics, opts *Options) *target {
+func newTarget(r *Reloader, n notifier.Target) *target {
 	name := n.Name()
+	m := r.metrics
 	t := &target{
+		r:        r,
 		n:        n,
-		logger:   log.With(logger, "target", name),
-		opts:     opts,
+		name:     name,
+		logger:   log.With(r.logger, "target", name),
+		opts:     &r.opts,
 		kick:     make(chan struct{}, 1),
+		wanted:   content{},
 		success:  m.reloads.WithLabelValues(name, "success"),
 		failure:  m.reloads.WithLabelValues(name, "failure"),
 		duration: m.duration.WithLabelValues(name),
@@ -220,21 +430,32 @@ func newTarget(n notifier.Target, logger log.Logger, m *metrics, opts *Options) 
 	return t
 }
 
-func (t *target) want(gen uint64) {
-	t.wanted.Store(gen)
-	select {
-	case t.kick <- struct{}{}:
-	default: // a kick is already pending; it will read the newest wanted
+// differsLocked reports whether c holds, for some directory, content that
+// the target was not given. Directories c does not hold are not compared.
+func (t *target) differsLocked(c content) bool {
+	if t.delivered == nil {
+		return true
 	}
+	for d, h := range c {
+		if old, ok := t.delivered[d]; !ok || old != h {
+			return true
+		}
+	}
+	return false
 }
 
-// run delivers every generation asked for, newest first, until stop closes.
+// pending returns the content to deliver and whether the target lacks it.
+func (t *target) pending() (content, bool) {
+	t.r.mu.Lock()
+	defer t.r.mu.Unlock()
+	return t.wanted, t.differsLocked(t.wanted)
+}
+
+// run delivers the newest content asked for until stop closes.
 func (t *target) run(ctx context.Context, stop <-chan struct{}) {
 	var (
-		delivered uint64
-		failed    bool // attempts ran out for the newest generation
-		retry     *time.Ticker
-		retryC    <-chan time.Time
+		retry  *time.Ticker
+		retryC <-chan time.Time
 	)
 	if t.opts.RetryInterval > 0 {
 		retry = time.NewTicker(t.opts.RetryInterval)
@@ -246,15 +467,15 @@ func (t *target) run(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-t.kick:
 		case <-retryC:
-			level.Info(t.logger).Log("msg", "retrying the failed reload")
+			if _, ok := t.pending(); ok {
+				level.Info(t.logger).Log("msg", "retrying the failed reload")
+			}
 		}
-		if t.wanted.Load() == delivered && !failed {
+		if _, ok := t.pending(); !ok {
+			retryC = nil
 			continue
 		}
-		var ok bool
-		delivered, ok = t.deliver(ctx, stop)
-		failed = !ok
-		if failed && retry != nil {
+		if !t.deliver(ctx, stop) && retry != nil {
 			retry.Reset(t.opts.RetryInterval)
 			retryC = retry.C
 		} else {
@@ -264,12 +485,13 @@ func (t *target) run(ctx context.Context, stop <-chan struct{}) {
 }
 
 // deliver makes attempts until one succeeds, the attempts for a change run
-// out, or stop closes. A newer generation that arrives while it waits to
-// retry replaces the one it was delivering, with attempts counted afresh.
-// It returns the generation it ended on and whether that one was delivered.
-func (t *target) deliver(ctx context.Context, stop <-chan struct{}) (uint64, bool) {
+// out, the target turns out to have the content already, or stop closes. A
+// newer change that arrives while it waits to retry replaces the one it was
+// delivering, with attempts counted afresh. It reports whether the target
+// has the newest content it was asked for.
+func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 	start := time.Now()
-	gen := t.wanted.Load()
+	c, _ := t.pending()
 	var (
 		attempt int
 		lastErr string
@@ -277,6 +499,7 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) (uint64, boo
 	)
 	for {
 		attempt++
+		at := time.Now()
 		err := t.n.Notify(ctx)
 		if err == nil {
 			t.success.Inc()
@@ -284,19 +507,20 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) (uint64, boo
 			t.lastTS.SetToCurrentTime()
 			took := time.Since(start)
 			t.duration.Observe(took.Seconds())
+			t.r.delivered(t, c, at)
 			level.Info(t.logger).Log("msg", "reloaded", "attempts", attempt, "duration", took.Round(time.Millisecond))
-			return gen, true
+			return true
 		}
 		if ctx.Err() != nil {
 			level.Warn(t.logger).Log("msg", "shutdown grace period over, reload abandoned", "err", err)
-			return gen, false
+			return false
 		}
 		t.failure.Inc()
 		t.lastOK.Set(0)
 		if t.opts.Retries > 0 && attempt >= t.opts.Retries {
 			t.duration.Observe(time.Since(start).Seconds())
 			level.Error(t.logger).Log("msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt, "err", err)
-			return gen, false
+			return false
 		}
 		delay := t.opts.Backoff.Delay(attempt)
 		logger := level.Warn(t.logger)
@@ -307,17 +531,61 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) (uint64, boo
 		}
 		logger.Log("msg", "reload failed, retrying", "attempt", attempt, "retry_in", delay.Round(time.Millisecond), "err", err)
 
-		wait := time.NewTimer(delay)
-		select {
-		case <-wait.C:
-		case <-t.kick:
-			wait.Stop()
-			gen, attempt = t.wanted.Load(), 0
+		switch t.wait(ctx, stop, delay, err) {
+		case waitRetry:
+		case waitNewer:
+			nc, ok := t.pending()
+			if !ok {
+				t.duration.Observe(time.Since(start).Seconds())
+				level.Info(t.logger).Log("msg", "content is back to what the app was last given, dropping the retry")
+				return true
+			}
+			c, attempt = nc, 0
 			level.Debug(t.logger).Log("msg", "newer change supersedes the one being retried")
-		case <-stop:
-			wait.Stop()
+		case waitStop:
 			level.Warn(t.logger).Log("msg", "shutting down before the reload succeeded", "err", err)
-			return gen, false
+			return false
+		}
+	}
+}
+
+type waitResult int
+
+const (
+	waitRetry waitResult = iota // the delay is over, or the app is back
+	waitNewer                   // a newer change was asked for
+	waitStop                    // stop closed
+)
+
+// wait waits delay before the next attempt. If the last attempt found the
+// connection refused and the target is a Prober, it also probes every
+// ProbeInterval and ends the wait as soon as the app listens again.
+func (t *target) wait(ctx context.Context, stop <-chan struct{}, delay time.Duration, err error) waitResult {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	var probeC <-chan time.Time
+	p, ok := t.n.(Prober)
+	if ok && t.opts.ProbeInterval > 0 && errors.Is(err, syscall.ECONNREFUSED) {
+		tick := time.NewTicker(t.opts.ProbeInterval)
+		defer tick.Stop()
+		probeC = tick.C
+	}
+	for {
+		select {
+		case <-timer.C:
+			return waitRetry
+		case <-probeC:
+			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			up := p.Reachable(pctx)
+			cancel()
+			if up {
+				level.Debug(t.logger).Log("msg", "app is listening again, retrying now")
+				return waitRetry
+			}
+		case <-t.kick:
+			return waitNewer
+		case <-stop:
+			return waitStop
 		}
 	}
 }

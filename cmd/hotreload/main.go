@@ -52,15 +52,30 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	var state *reloader.StateFile
+	if cfg.StateFile != "" {
+		if state, err = reloader.OpenStateFile(cfg.StateFile); err != nil {
+			return badInput(stderr, err)
+		}
+	}
 	r := reloader.New(logger, reg, cfg.Targets, reloader.Options{
 		Debounce:      cfg.Debounce,
 		Retries:       cfg.Retries,
 		Backoff:       notifier.Backoff{Max: cfg.MaxBackoff},
 		RetryInterval: cfg.ResyncInterval,
+		ProbeInterval: cfg.ProbeInterval,
 		ReloadOnStart: cfg.ReloadOnStart,
 		ShutdownGrace: cfg.ShutdownGrace,
+		Initial:       w.Initial,
+		State:         state,
 	})
-	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, w.Ready))
+	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, w.Ready, func() []web.Volume {
+		var vols []web.Volume
+		for _, d := range r.Content() {
+			vols = append(vols, web.Volume{Dir: d.Dir, Hash: reloader.ShortHash(d.Hash), DeliveredAt: d.At})
+		}
+		return vols
+	}))
 	if err != nil {
 		return badInput(stderr, err)
 	}

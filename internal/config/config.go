@@ -26,6 +26,8 @@ type Config struct {
 	PollInterval   time.Duration
 	Poll           bool
 	ReloadOnStart  bool
+	StateFile      string        // --state-file; "" means none
+	ProbeInterval  time.Duration // --webhook-probe-interval (hidden); 0 never probes
 
 	Webhook       notifier.WebhookOptions // the options every --webhook-url shares
 	WebhookURLs   []string
@@ -81,6 +83,8 @@ func (c *Config) Register(app *kingpin.Application) {
 		SetValue(boolValue{"poll", &c.Poll})
 	flag("reload-on-start", "Reload once at start, before any change.").
 		SetValue(boolValue{"reload-on-start", &c.ReloadOnStart})
+	flag("state-file", "File that records the content last delivered to each target, so that a change made while hotreload was not running (a restart, a crash) is reloaded at start. Put it on an emptyDir.").
+		PlaceHolder("FILE").SetValue(nonEmptyValue{"state-file", &c.StateFile, "a file on an emptyDir, such as /var/run/hotreload/state.json"})
 
 	// HTTP targets.
 	flag("webhook-url", "URL to call to reload the app; basic auth from its user info. Repeatable: each URL is its own target.").
@@ -91,6 +95,9 @@ func (c *Config) Register(app *kingpin.Application) {
 		Default("200").StringsVar(&c.Webhook.StatusCodes)
 	count("webhook-retries", "Attempts per change (as configmap-reload counts them); 0 retries until the reload succeeds.", "0", &c.Retries)
 	duration("webhook-timeout", "Timeout of one reload request.", "30s", &c.Webhook.Timeout)
+	// Hidden: benchmarks compare with the probe turned off.
+	duration("webhook-probe-interval", "After a refused connection, check this often with a TCP connect whether the app listens again, and retry at once when it does; 0 turns it off.", "200ms", &c.ProbeInterval)
+	app.GetFlag("webhook-probe-interval").Hidden()
 	duration("webhook-max-backoff", "Longest wait between two attempts; retries back off exponentially, with jitter, up to this.", "5s", &c.MaxBackoff)
 	flag("webhook-header", `Header to send, as "Name: value". Repeatable.`).
 		PlaceHolder("HEADER").StringsVar(&c.Webhook.Headers)

@@ -3,6 +3,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,11 +16,32 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// Volume is the content of one volume that the app was last given.
+type Volume struct {
+	Dir         string    `json:"dir"`
+	Hash        string    `json:"hash"` // first 12 hex digits of the content hash, as in hotreload_volume_content_info
+	DeliveredAt time.Time `json:"delivered_at"`
+}
+
 // Handler serves the metrics of reg at telemetryPath, GET /-/healthy (200
-// while the process runs) and GET /-/ready (200 once ready returns true,
-// 503 before).
-func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool) http.Handler {
+// while the process runs), GET /-/ready (200 once ready returns true,
+// 503 before) and GET /-/content (what content returns, as JSON:
+// {"volumes":[{"dir":...,"hash":...,"delivered_at":...}]}). content may be
+// nil: then no volume is listed.
+func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, content func() []Volume) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /-/content", func(w http.ResponseWriter, r *http.Request) {
+		vols := []Volume{}
+		if content != nil {
+			vols = append(vols, content()...)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Volumes []Volume `json:"volumes"`
+		}{vols})
+	})
 	mux.Handle(telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "hotreload is healthy.")
@@ -33,7 +55,7 @@ func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool) 
 	})
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<html><head><title>hotreload</title></head><body><h1>hotreload</h1><p><a href=%q>Metrics</a> · <a href="/-/healthy">Healthy</a> · <a href="/-/ready">Ready</a></p></body></html>`+"\n", telemetryPath)
+		fmt.Fprintf(w, `<html><head><title>hotreload</title></head><body><h1>hotreload</h1><p><a href=%q>Metrics</a> · <a href="/-/healthy">Healthy</a> · <a href="/-/ready">Ready</a> · <a href="/-/content">Content</a></p></body></html>`+"\n", telemetryPath)
 	})
 	return mux
 }

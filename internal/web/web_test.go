@@ -2,12 +2,15 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -28,7 +31,7 @@ func TestHandler(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "hotreload_test_total", Help: "t"}).Add(3)
 	var ready atomic.Bool
-	h := Handler(reg, "/custom-metrics", ready.Load)
+	h := Handler(reg, "/custom-metrics", ready.Load, nil)
 
 	tests := []struct {
 		name, path string
@@ -42,6 +45,7 @@ func TestHandler(t *testing.T) {
 		{"metrics at the telemetry path", "/custom-metrics", false, 200, "hotreload_test_total 3"},
 		{"no metrics elsewhere", "/metrics", false, 404, ""},
 		{"an index that links them", "/", false, 200, `href="/custom-metrics"`},
+		{"no content before a volume is known", "/-/content", false, 200, `"volumes": []`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +62,7 @@ func TestServer(t *testing.T) {
 	if _, err := Listen(nil, "127.0.0.1:bad", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "--web.listen-address 127.0.0.1:bad") {
 		t.Errorf("Listen on a bad address: err = %v, want one naming --web.listen-address", err)
 	}
-	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }))
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,4 +85,41 @@ func TestServer(t *testing.T) {
 		t.Errorf("Run after cancel = %v, want nil", err)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestContent(t *testing.T) {
+	at := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+	var vols []Volume
+	h := Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, func() []Volume { return vols })
+	for _, tt := range []struct {
+		name string
+		vols []Volume
+		want string
+	}{
+		{"none", nil, `{"volumes":[]}`},
+		{"two volumes", []Volume{{"/etc/a", "0123456789ab", at}, {"/etc/b", "ba9876543210", at.Add(time.Second)}},
+			`{"volumes":[{"dir":"/etc/a","hash":"0123456789ab","delivered_at":"2026-11-23T08:00:00Z"},{"dir":"/etc/b","hash":"ba9876543210","delivered_at":"2026-11-23T08:00:01Z"}]}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vols = tt.vols
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/-/content", nil))
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", ct)
+			}
+			var got, want any
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("GET /-/content: %v; body %q", err, rec.Body.String())
+			}
+			_ = json.Unmarshal([]byte(tt.want), &want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("GET /-/content = %s, want %s", rec.Body.String(), tt.want)
+			}
+		})
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/-/content", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /-/content = %d, want 405", rec.Code)
+	}
 }

@@ -1,0 +1,513 @@
+package reloader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hotreload/hotreload/notifier"
+	"github.com/hotreload/hotreload/watcher"
+)
+
+// hashOf is the content numbered v, as harness.changeTo sends it.
+func hashOf(v int) [32]byte {
+	var sum [32]byte
+	sum[0], sum[1] = byte(v), byte(v>>8)
+	return sum
+}
+
+// startWith runs a Reloader with a logger into buf.
+func startWith(t *testing.T, buf *syncBuffer, targets []notifier.Target, opts Options) *harness {
+	h := &harness{changes: make(chan watcher.Change), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	t.Cleanup(cancel)
+	r := New(logfmt(buf), h.reg, targets, opts)
+	go func() { h.done <- r.Run(ctx, h.changes) }()
+	return h
+}
+
+func initial(c map[string][32]byte) func(context.Context) (map[string][32]byte, error) {
+	return func(context.Context) (map[string][32]byte, error) { return c, nil }
+}
+
+// TestComparedWithDelivered: a burst is compared with the content the target
+// was last given, not with the content of the last reload that was tried.
+func TestComparedWithDelivered(t *testing.T) {
+	t.Run("a failed change reverted to the delivered content is dropped", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rejected := errors.New("status 500: invalid config")
+			f := &fakeTarget{name: "app"}
+			h := start(t, []notifier.Target{f}, Options{Backoff: fixedBackoff(10 * time.Second)})
+			h.changeTo("/etc/a", 1) // delivered
+			synctest.Wait()
+			f.mu.Lock()
+			f.errs = []error{rejected, rejected, rejected}
+			f.mu.Unlock()
+			h.changeTo("/etc/a", 2) // rejected, retried in 10s
+			time.Sleep(time.Second)
+			h.changeTo("/etc/a", 1) // reverted to what the app has
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			if got := len(f.times()); got != 2 {
+				t.Errorf("requests = %d, want 2: content back to the delivered one is not sent again, and the failed one is not retried", got)
+			}
+			h.stop(t)
+		})
+	})
+	t.Run("a failed change that stays is re-sent after a burst that ends on it", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rejected := errors.New("status 500: invalid config")
+			f := &fakeTarget{name: "app"}
+			h := start(t, []notifier.Target{f}, Options{Retries: 1, Debounce: 100 * time.Millisecond})
+			h.changeTo("/etc/a", 1) // delivered
+			time.Sleep(time.Second)
+			f.mu.Lock()
+			f.errs = []error{rejected}
+			f.mu.Unlock()
+			h.changeTo("/etc/a", 2) // rejected, no attempts left
+			time.Sleep(time.Second)
+			h.changeTo("/etc/a", 3) // a burst that ends on 2 again
+			h.changeTo("/etc/a", 2)
+			time.Sleep(time.Second)
+			synctest.Wait()
+			if got := len(f.times()); got != 3 {
+				t.Errorf("requests = %d, want 3: content 2 was never delivered, so a burst ending on it reloads", got)
+			}
+			if got := series(h, "hotreload_last_reload_successful", "app"); got != 1 {
+				t.Errorf("last_reload_successful = %v, want 1", got)
+			}
+			h.stop(t)
+		})
+	})
+	t.Run("each target is compared with what it was given", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ok := &fakeTarget{name: "ok"}
+			flaky := &fakeTarget{name: "flaky"}
+			h := start(t, []notifier.Target{ok, flaky}, Options{Retries: 1, Debounce: 100 * time.Millisecond})
+			h.changeTo("/etc/a", 1)
+			time.Sleep(time.Second)
+			flaky.mu.Lock()
+			flaky.errs = []error{errors.New("status 503")}
+			flaky.mu.Unlock()
+			h.changeTo("/etc/a", 2) // ok has 2; flaky failed and keeps 1
+			time.Sleep(time.Second)
+			h.changeTo("/etc/a", 3)
+			h.changeTo("/etc/a", 2) // back to 2: only flaky lacks it
+			time.Sleep(time.Second)
+			synctest.Wait()
+			if got := len(ok.times()); got != 2 {
+				t.Errorf("ok target requests = %d, want 2", got)
+			}
+			if got := len(flaky.times()); got != 3 {
+				t.Errorf("flaky target requests = %d, want 3", got)
+			}
+			h.stop(t)
+		})
+	})
+}
+
+// TestStartupContentIsDelivered: the content at start is what the app has,
+// so the first burst that ends on it reloads nothing, like every later one.
+func TestStartupContentIsDelivered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeTarget{name: "app"}
+		h := start(t, []notifier.Target{f}, Options{
+			Debounce: 100 * time.Millisecond,
+			Initial:  initial(map[string][32]byte{"/etc/a": hashOf(5), "/etc/b": hashOf(9)}),
+		})
+		h.changeTo("/etc/a", 6) // edited ...
+		h.changeTo("/etc/a", 5) // ... and restored
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := len(f.times()); got != 0 {
+			t.Errorf("reloads = %d, want 0: the burst ended on the startup content", got)
+		}
+		h.changeTo("/etc/b", 10)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := len(f.times()); got != 1 {
+			t.Errorf("reloads = %d, want 1 after a real change", got)
+		}
+		h.stop(t)
+	})
+}
+
+func TestInitialError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := New(nil, prometheus.NewRegistry(), nil, Options{Initial: func(context.Context) (map[string][32]byte, error) {
+			return nil, errors.New("boom")
+		}})
+		err := r.Run(context.Background(), nil)
+		if err == nil || !strings.Contains(err.Error(), "boom") {
+			t.Errorf("Run = %v, want the error of Initial", err)
+		}
+	})
+}
+
+// writeState writes a state file for targets, each with hash v for dir.
+func writeState(t *testing.T, path, dir string, targets map[string]int) {
+	t.Helper()
+	var entries []string
+	for name, v := range targets {
+		h := hashOf(v)
+		entries = append(entries, fmt.Sprintf(`%q:{"hash":"%x","delivered_at":"2026-11-23T07:00:00Z"}`, name, h[:]))
+	}
+	body := fmt.Sprintf(`{"version":1,"volumes":{%q:{%s}}}`, dir, strings.Join(entries, ","))
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readStateFile(t *testing.T, path string) map[string]map[string]StateEntry {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	got, err := decodeState(b, err)
+	if err != nil {
+		t.Fatalf("state file: %v", err)
+	}
+	return got
+}
+
+// TestStateFile: a change made while hotreload was not running is delivered
+// at start; the first start of a pod, or a state file that cannot be read,
+// records the startup content as delivered instead.
+func TestStateFile(t *testing.T) {
+	const dir = "/etc/a"
+	tests := []struct {
+		name     string
+		file     func(t *testing.T, path string) // prepares the file
+		want     map[string]int                  // reloads at start, by target
+		wantLog  string
+		notInLog string
+	}{
+		{
+			name:     "missing: first start of the pod, nothing to reload",
+			file:     func(t *testing.T, path string) {},
+			want:     map[string]int{"one": 0, "two": 0},
+			wantLog:  `msg="no state file yet (first start of the pod): recording the startup content as delivered"`,
+			notInLog: "level=warn",
+		},
+		{
+			name:     "same content: nothing to reload",
+			file:     func(t *testing.T, path string) { writeState(t, path, dir, map[string]int{"one": 5, "two": 5}) },
+			want:     map[string]int{"one": 0, "two": 0},
+			notInLog: "not running",
+		},
+		{
+			name:    "changed while not running: reloaded once at start",
+			file:    func(t *testing.T, path string) { writeState(t, path, dir, map[string]int{"one": 4, "two": 4}) },
+			want:    map[string]int{"one": 1, "two": 1},
+			wantLog: `msg="content changed while hotreload was not running, reloading" dirs=/etc/a`,
+		},
+		{
+			name:    "only the target that lacks it is reloaded",
+			file:    func(t *testing.T, path string) { writeState(t, path, dir, map[string]int{"one": 4, "two": 5}) },
+			want:    map[string]int{"one": 1, "two": 0},
+			wantLog: `msg="content changed while hotreload was not running, reloading" dirs=/etc/a`,
+		},
+		{
+			name:    "a volume not watched now is ignored",
+			file:    func(t *testing.T, path string) { writeState(t, path, "/etc/gone", map[string]int{"one": 4, "two": 4}) },
+			want:    map[string]int{"one": 0, "two": 0},
+			wantLog: "",
+		},
+		{
+			name: "corrupt: one warning, treated as missing",
+			file: func(t *testing.T, path string) {
+				if err := os.WriteFile(path, []byte(`{"version":1,"volumes":{"/etc/a":{"one":{"hash":"zz`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:    map[string]int{"one": 0, "two": 0},
+			wantLog: `level=warn component=reloader msg="cannot read the state file, treating it as missing and rewriting it`,
+		},
+		{
+			name: "a bad hash: one warning, treated as missing",
+			file: func(t *testing.T, path string) {
+				if err := os.WriteFile(path, []byte(`{"version":1,"volumes":{"/etc/a":{"one":{"hash":"abc"}}}}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:    map[string]int{"one": 0, "two": 0},
+			wantLog: `hash \"abc\" is not 64 hex digits`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.json")
+			tt.file(t, path)
+			synctest.Test(t, func(t *testing.T) {
+				sf, err := OpenStateFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var buf syncBuffer
+				one, two := &fakeTarget{name: "one"}, &fakeTarget{name: "two"}
+				h := startWith(t, &buf, []notifier.Target{one, two}, Options{
+					Initial: initial(map[string][32]byte{dir: hashOf(5)}),
+					State:   sf,
+				})
+				time.Sleep(time.Second)
+				synctest.Wait()
+				for name, f := range map[string]*fakeTarget{"one": one, "two": two} {
+					if got := len(f.times()); got != tt.want[name] {
+						t.Errorf("target %s: reloads at start = %d, want %d", name, got, tt.want[name])
+					}
+				}
+				h.stop(t)
+				out := buf.String()
+				if tt.wantLog != "" && !strings.Contains(out, tt.wantLog) {
+					t.Errorf("log lacks %q; log:\n%s", tt.wantLog, out)
+				}
+				if tt.notInLog != "" && strings.Contains(out, tt.notInLog) {
+					t.Errorf("log has %q; log:\n%s", tt.notInLog, out)
+				}
+				if n := strings.Count(out, "level=warn"); n > 1 {
+					t.Errorf("warnings = %d, want at most 1; log:\n%s", n, out)
+				}
+			})
+			// Afterwards the file says that both targets have the content.
+			got := readStateFile(t, path)
+			for _, name := range []string{"one", "two"} {
+				if e, ok := got[name][dir]; !ok || e.Hash != hashOf(5) {
+					t.Errorf("state file after start: target %s has %v, want the startup content", name, got[name])
+				}
+			}
+		})
+	}
+}
+
+// TestStateFileFollowsDeliveries: the file records each delivery, and not a
+// failed one, so that a restart re-sends what the app never got.
+func TestStateFileFollowsDeliveries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	synctest.Test(t, func(t *testing.T) {
+		sf, err := OpenStateFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &fakeTarget{name: "app"}
+		h := start(t, []notifier.Target{f}, Options{
+			Retries: 1,
+			Initial: initial(map[string][32]byte{"/etc/a": hashOf(1)}),
+			State:   sf,
+		})
+		t0 := time.Now()
+		h.changeTo("/etc/a", 2)
+		synctest.Wait()
+		got := readStateFile(t, path)["app"]["/etc/a"]
+		if got.Hash != hashOf(2) || !got.At.Equal(t0) {
+			t.Errorf("after a delivery: %x at %v, want %x at %v", got.Hash[:2], got.At, hashOf(2), t0)
+		}
+		f.setFailAll(true)
+		h.changeTo("/etc/a", 3)
+		synctest.Wait()
+		if got := readStateFile(t, path)["app"]["/etc/a"]; got.Hash != hashOf(2) {
+			t.Errorf("after a failed delivery: %x, want still %x", got.Hash, hashOf(2))
+		}
+		h.stop(t)
+	})
+	// A restart that finds content 3 reloads it.
+	synctest.Test(t, func(t *testing.T) {
+		sf, err := OpenStateFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &fakeTarget{name: "app"}
+		h := start(t, []notifier.Target{f}, Options{Initial: initial(map[string][32]byte{"/etc/a": hashOf(3)}), State: sf})
+		synctest.Wait()
+		if got := len(f.times()); got != 1 {
+			t.Errorf("reloads at restart = %d, want 1: content 3 was never delivered", got)
+		}
+		h.stop(t)
+	})
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("state file: %v, %v; want mode 0644", fi, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+}
+
+func TestOpenStateFile(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(tmp, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, want string
+	}{
+		{"directory missing", filepath.Join(tmp, "nope", "state.json"), "--state-file " + tmp + "/nope/state.json: directory " + tmp + "/nope does not exist (mount an emptyDir there)"},
+		{"parent is a file", filepath.Join(file, "state.json"), "--state-file " + file + "/state.json: " + file + " is not a directory"},
+		{"path is a directory", tmp, "--state-file " + tmp + ": is a directory, want a file name in it"},
+		{"directory not writable", filepath.Join(ro, "state.json"), "--state-file " + ro + "/state.json: cannot create a file in " + ro + ": permission denied"},
+		{"fine", filepath.Join(tmp, "state.json"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "directory not writable" && os.Geteuid() == 0 {
+				t.Skip("root writes anywhere")
+			}
+			_, err := OpenStateFile(tt.path)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("OpenStateFile = %v, want no error", err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want):
+				t.Errorf("OpenStateFile = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// prober is a fakeTarget that refuses connections while down, and can be
+// probed.
+type prober struct {
+	fakeTarget
+	mu     sync.Mutex
+	down   bool
+	probes int
+}
+
+var refused = fmt.Errorf("POST http://app/-/reload: connection refused: %w", syscall.ECONNREFUSED)
+
+func (p *prober) Notify(ctx context.Context) error {
+	p.mu.Lock()
+	down := p.down
+	p.mu.Unlock()
+	if err := p.fakeTarget.Notify(ctx); err != nil {
+		return err
+	}
+	if down {
+		return refused
+	}
+	return nil
+}
+
+func (p *prober) Reachable(context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.probes++
+	return !p.down
+}
+
+func (p *prober) setDown(v bool) {
+	p.mu.Lock()
+	p.down = v
+	p.mu.Unlock()
+}
+
+func (p *prober) probeCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.probes
+}
+
+// TestProbe: a target that refused the connection is reloaded within a
+// probe interval of coming back, not at the end of its backoff.
+func TestProbe(t *testing.T) {
+	tests := []struct {
+		name      string
+		probe     time.Duration
+		err       error // the failure while down; nil: refused
+		wantAfter time.Duration
+		wantProbe bool
+	}{
+		{"probe finds the app back", 200 * time.Millisecond, nil, 200 * time.Millisecond, true},
+		{"no probe: the backoff decides", 0, nil, 5 * time.Second, false},
+		{"not probed after another error", 200 * time.Millisecond, errors.New("status 500"), 5 * time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &prober{fakeTarget: fakeTarget{name: "app"}, down: true}
+				if tt.err != nil {
+					p.down = false
+					p.errs = repeatErr(tt.err, 1)
+				}
+				h := start(t, []notifier.Target{p}, Options{Backoff: fixedBackoff(5 * time.Second), ProbeInterval: tt.probe})
+				h.change("/etc/a") // fails at once, next attempt in 5s
+				time.Sleep(time.Second + 50*time.Millisecond)
+				t0 := time.Now()
+				p.setDown(false) // back 1.05s after the failure
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				calls := p.times()
+				if len(calls) != 2 {
+					t.Fatalf("requests = %d, want 2 (the refused one, then the reload)", len(calls))
+				}
+				// The first probe after t0 is at 1.2s; the backoff ends at 5s.
+				want := calls[0].Add(tt.wantAfter)
+				if tt.wantProbe {
+					want = calls[0].Add(time.Second + tt.probe)
+				}
+				if d := calls[1].Sub(want); d < -time.Millisecond || d > time.Millisecond { // fixedBackoff is 1µs short
+					t.Errorf("reloaded %v after the app came back, want %v", calls[1].Sub(t0), want.Sub(t0))
+				}
+				if got := p.probeCount() > 0; got != tt.wantProbe {
+					t.Errorf("probed = %v (%d probes), want %v", got, p.probeCount(), tt.wantProbe)
+				}
+				h.stop(t)
+			})
+		})
+	}
+}
+
+func repeatErr(err error, n int) []error {
+	s := make([]error, n)
+	for i := range s {
+		s[i] = err
+	}
+	return s
+}
+
+// TestContentMetric: one series per volume, for the content every target was
+// given; the old series goes when the content changes.
+func TestContentMetric(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		one, two := &fakeTarget{name: "one"}, &fakeTarget{name: "two"}
+		h := start(t, []notifier.Target{one, two}, Options{
+			Retries: 1,
+			Initial: initial(map[string][32]byte{"/etc/a": hashOf(1)}),
+		})
+		synctest.Wait()
+		want := func(v int) string {
+			return fmt.Sprintf(`
+# HELP hotreload_volume_content_info 1 for the content every target was last given, per volume: hash is the first 12 hex digits of the volume's content hash. One series per volume.
+# TYPE hotreload_volume_content_info gauge
+hotreload_volume_content_info{dir="/etc/a",hash="%s"} 1
+`, ShortHash(hashOf(v)))
+		}
+		check := func(v int, when string) {
+			t.Helper()
+			if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want(v)), "hotreload_volume_content_info"); err != nil {
+				t.Errorf("%s: %v", when, err)
+			}
+		}
+		check(1, "at start")
+		h.changeTo("/etc/a", 2)
+		synctest.Wait()
+		check(2, "after a delivery")
+		two.setFailAll(true)
+		h.changeTo("/etc/a", 3)
+		synctest.Wait()
+		check(2, "while one target lacks the new content")
+		h.stop(t)
+	})
+}
