@@ -19,7 +19,7 @@ ARCH      ?= $(shell $(GO) env GOARCH)
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the static binary bin/hotreload for this machine.
@@ -37,6 +37,10 @@ build-all: ## Cross-compile for every image platform into bin/linux_<arch>/ and 
 .PHONY: test
 test: ## Run every test with the race detector.
 	$(GO) test -race -count=1 ./...
+
+.PHONY: e2e
+e2e: ## Run the real-cluster suite (root): a single-node Kubernetes on this machine, hotreload in real pods.
+	test/e2e/run.sh
 
 .PHONY: lint
 lint: ## go vet, gofmt and staticcheck.

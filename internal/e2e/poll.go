@@ -13,6 +13,12 @@ const PollEvery = 5 * time.Millisecond
 // passed, and reports whether it returned true. cond is always called at
 // least once, and once more at the deadline.
 func Poll(timeout time.Duration, cond func() bool) bool {
+	return PollEach(PollEvery, timeout, cond)
+}
+
+// PollEach is Poll with its own interval, for conditions that cost more
+// than a look at memory, such as a call to the Kubernetes API.
+func PollEach(every, timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {
@@ -21,7 +27,7 @@ func Poll(timeout time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(PollEvery)
+		time.Sleep(every)
 	}
 }
 

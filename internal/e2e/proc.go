@@ -285,16 +285,28 @@ func (p *Proc) Scrape() map[string]*dto.MetricFamily {
 // if they cannot be read.
 func (p *Proc) ScrapePath(path string) map[string]*dto.MetricFamily {
 	p.tb.Helper()
-	code, body, err := p.Get(path)
-	if err != nil || code != http.StatusOK {
-		p.tb.Fatalf("GET %s: status %d, %v", path, code, err)
+	mfs, err := Scrape(p.URL(path))
+	if err != nil {
+		p.tb.Fatal(err)
+	}
+	return mfs
+}
+
+// Scrape returns the metrics exposed at url, parsed.
+func Scrape(url string) (map[string]*dto.MetricFamily, error) {
+	code, body, err := Get(url)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("status %d", code)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
-		p.tb.Fatalf("parse %s: %v", path, err)
+		return nil, fmt.Errorf("parse %s: %w", url, err)
 	}
-	return mfs
+	return mfs, nil
 }
 
 // Metric returns the sum of the samples of the metric family name whose

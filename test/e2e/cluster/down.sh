@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# down.sh: tear down what up.sh started and undo what it changed on the host:
+# only the processes whose pids up.sh recorded (and the shims of our own
+# containerd socket), then mounts, cgroups, sysctls, /var/log/containers,
+# iptables chains, and the state directory. Safe to run twice, and on a
+# half-started cluster. The kube binaries and image archives are kept.
+set -uo pipefail
+: "${E2E_STATE:?}"
+st=$E2E_STATE
+[ -d "$st" ] || exit 0
+export KUBECONFIG=$st/admin.kubeconfig
+sock=$st/containerd/containerd.sock
+say() { echo "e2e cluster: $*"; }
+
+alive() { [ -f "$st/pids/$1.pid" ] && kill -0 "$(cat "$st/pids/$1.pid")" 2>/dev/null; }
+# stop NAME [SECONDS]: SIGTERM the recorded pid, SIGKILL once SECONDS have passed.
+stop() {
+	local name=$1 secs=${2:-15} pid i
+	[ -f "$st/pids/$name.pid" ] || return 0
+	pid=$(cat "$st/pids/$name.pid")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid"
+		for ((i = 0; i < secs * 10; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+	fi
+	rm -f "$st/pids/$name.pid"
+}
+
+# 1. Let the kubelet stop the pods, so that it unmounts their volumes.
+if alive kube-apiserver && alive kubelet; then
+	kubectl delete pods --all -A --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 || true
+fi
+stop kubelet
+stop kube-apiserver
+stop etcd
+
+# 2. Whatever is left in our containerd: kill its tasks, remove its containers.
+if alive containerd; then
+	for ns in $(ctr -a "$sock" namespaces ls -q 2>/dev/null); do
+		for task in $(ctr -a "$sock" -n "$ns" tasks ls -q 2>/dev/null); do
+			ctr -a "$sock" -n "$ns" tasks kill -s KILL "$task" >/dev/null 2>&1
+		done
+		for c in $(ctr -a "$sock" -n "$ns" containers ls -q 2>/dev/null); do
+			ctr -a "$sock" -n "$ns" tasks delete -f "$c" >/dev/null 2>&1
+			ctr -a "$sock" -n "$ns" containers rm "$c" >/dev/null 2>&1
+		done
+	done
+fi
+stop containerd
+# Shims outlive containerd (they are reparented to init): ours name our socket.
+for pid in $(pgrep -x containerd-shim-runc-v2 2>/dev/null); do
+	if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-address $sock "; then
+		kill -KILL "$pid" 2>/dev/null
+	fi
+done
+# Container processes whose shim was killed: anything still in our kubepods cgroups.
+for procs in /sys/fs/cgroup/*/kubepods/cgroup.procs /sys/fs/cgroup/*/kubepods/*/cgroup.procs /sys/fs/cgroup/*/kubepods/*/*/cgroup.procs /sys/fs/cgroup/*/kubepods/*/*/*/cgroup.procs; do
+	[ -f "$procs" ] && xargs -r kill -KILL <"$procs" 2>/dev/null
+done
+
+# 3. Mounts under the state directory (volumes, rootfs, shm), deepest first.
+for m in $(awk -v st="$st/" 'index($2, st) == 1 {print $2}' /proc/self/mounts | sort -r); do
+	umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+done
+
+# 4. The kubepods cgroups the kubelet made, deepest first.
+for sub in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+	[ -d "$sub" ] && find "$sub" -depth -type d -exec rmdir {} \; 2>/dev/null
+done
+
+# 5. Host settings: sysctls, the kubelet's legacy log links, iptables chains.
+[ -f "$st/sysctl.saved" ] && sed 's/ = /=/' "$st/sysctl.saved" | xargs -r sysctl -q -w
+find /var/log/containers -maxdepth 1 -type l -lname "$st/*" -delete 2>/dev/null
+[ -f "$st/created-var-log-containers" ] && rmdir /var/log/containers 2>/dev/null
+if [ -f "$st/iptables-clean" ]; then
+	while read -r ipt t; do
+		# Jumps into KUBE-* chains from the built-in chains, then the chains.
+		$ipt -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE-' | grep -v '^-A KUBE-' | sed 's/^-A/-D/' |
+			while read -r rule; do eval "$ipt -t $t $rule"; done
+		for c in $($ipt -t "$t" -S 2>/dev/null | awk '/^-N KUBE-/ {print $2}'); do $ipt -t "$t" -F "$c"; done
+		for c in $($ipt -t "$t" -S 2>/dev/null | awk '/^-N KUBE-/ {print $2}'); do $ipt -t "$t" -X "$c"; done
+	done <"$st/iptables-clean"
+fi
+
+# 6. The state, unless asked to keep it for a post-mortem.
+if [ "${E2E_KEEP_STATE:-0}" = 1 ]; then
+	say "state kept in $st (E2E_KEEP_STATE=1)"
+else
+	rm -rf "$st"
+fi
+say "down"

@@ -1,0 +1,5 @@
+// Package e2e is hotreload's real-cluster suite: Go tests that run hotreload
+// in real pods, next to real apps, with a real kubelet writing the volumes.
+// `make e2e` brings the cluster up (cluster/up.sh), runs them with the build
+// tag e2e, and tears the cluster down; see README.md in this directory.
+package e2e

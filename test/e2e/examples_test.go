@@ -1,0 +1,135 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hotreload/hotreload/internal/e2e"
+)
+
+const hotreloadMetrics = "http://127.0.0.1:9533/metrics"
+
+// app describes how to see, from outside, which config an example's app runs.
+type exampleApp struct {
+	configMap, key string // the ConfigMap the test edits, and its key
+	edit           func(string) string
+	url, marker    string // GET url shows marker once the app runs the new config
+}
+
+var exampleApps = map[string]exampleApp{
+	"prometheus": {
+		configMap: "prometheus-config", key: "prometheus.yml",
+		edit: func(s string) string {
+			return s + "  - job_name: e2e-added\n    static_configs:\n      - targets: [\"127.0.0.1:9999\"]\n"
+		},
+		url: "http://127.0.0.1:9090/api/v1/status/config", marker: "e2e-added",
+	},
+	"alertmanager": {
+		configMap: "alertmanager-config", key: "alertmanager.yml",
+		edit:      func(s string) string { return s + "  - name: e2e-added\n" },
+		url:       "http://127.0.0.1:9093/api/v2/status", marker: "e2e-added",
+	},
+	"nginx": {
+		configMap: "nginx-config", key: "default.conf",
+		edit:      func(s string) string { return strings.Replace(s, "hello from config v1", "hello from config e2e-added", 1) },
+		url:       "http://127.0.0.1:8080/", marker: "e2e-added",
+	},
+	"generic": {
+		configMap: "my-app-config", key: "app.yaml",
+		edit:      func(s string) string { return strings.Replace(s, "greeting: hello", "greeting: e2e-added", 1) },
+		url:       "http://127.0.0.1:8080/config", marker: "e2e-added",
+	},
+}
+
+// TestExamples applies each shipped example, changed only by forCluster,
+// edits its ConfigMap, and checks that the app serves the new config and
+// that hotreload reports the reload as successful.
+func TestExamples(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, app, pod string }{
+		{"prometheus/sidecar.yaml", "prometheus", "prometheus"},
+		{"prometheus/native-sidecar.yaml", "prometheus", "prometheus"},
+		{"alertmanager/sidecar.yaml", "alertmanager", "alertmanager"},
+		{"alertmanager/native-sidecar.yaml", "alertmanager", "alertmanager"},
+		{"nginx/sidecar.yaml", "nginx", "nginx"},
+		{"nginx/native-sidecar.yaml", "nginx", "nginx"},
+		{"generic/sidecar.yaml", "generic", "my-app"},
+		{"generic/native-sidecar.yaml", "generic", "my-app"},
+		{"kustomize-example", "alertmanager", "alertmanager"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hostPorts.Lock()
+			defer hostPorts.Unlock()
+			var manifests []byte
+			if strings.HasSuffix(c.name, ".yaml") {
+				manifests = readManifest(t, "examples/"+c.name)
+			} else {
+				manifests = []byte(mustKubectl(t, nil, "kustomize", "../../examples/"+c.name))
+			}
+			ns := namespace(t)
+			apply(t, ns, forCluster(t, manifests, nil))
+			waitReady(t, ns, c.pod)
+
+			app := exampleApps[c.app]
+			if _, body, _ := e2e.Get(app.url); strings.Contains(body, app.marker) {
+				t.Fatalf("%s shows %q before the edit:\n%s", app.url, app.marker, body)
+			}
+			editConfigMap(t, ns, app.configMap, app.key, app.edit)
+			nudge(t, ns, c.pod)
+			waitBody(t, nudgeWait, app.url, app.marker)
+			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 1)
+			if v, _, _ := metric(hotreloadMetrics, "hotreload_reloads_total", map[string]string{"result": "success"}); v < 1 {
+				t.Fatalf("hotreload_reloads_total{result=\"success\"} = %v after the app took the new config", v)
+			}
+		})
+	}
+}
+
+// TestExamplesDryRun sends every manifest in examples/ to the API server as
+// shipped, untransformed: the server checks it against the real schema,
+// unknown fields included.
+func TestExamplesDryRun(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	files, err := filepath.Glob("../../examples/*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel("../../examples", f)
+		dir := filepath.Dir(rel)
+		switch {
+		case dir == "helm":
+			continue // Helm values files, not manifests; examples_test.go checks them
+		case dir == "kustomize" || dir == "kustomize-example":
+			continue // parts of a kustomization, applied whole below
+		}
+		t.Run(rel, func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := []string{"-n", ns}
+			if strings.Contains(string(b), "\nkind: Namespace") {
+				target = nil // it names its own namespaces
+			}
+			mustKubectl(t, b, append(target, "apply", "--dry-run=server", "-f", "-")...)
+		})
+	}
+	t.Run("kustomize-example", func(t *testing.T) {
+		mustKubectl(t, nil, "-n", ns, "apply", "--dry-run=server", "-k", "../../examples/kustomize-example")
+	})
+}
+
+// editConfigMap replaces one key of a ConfigMap by edit of its value.
+func editConfigMap(t *testing.T, ns, name, key string, edit func(string) string) {
+	t.Helper()
+	jsonKey := strings.ReplaceAll(key, ".", `\.`)
+	cur := mustKubectl(t, nil, "-n", ns, "get", "configmap", name, "-o", "jsonpath={.data."+jsonKey+"}")
+	patchConfigMap(t, ns, name, map[string]string{key: edit(cur)})
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# run.sh: what `make e2e` does. Brings up a real single-node Kubernetes on
+# this machine (cluster/up.sh), builds the images from this checkout, runs the
+# Go suite in this directory against it, and tears everything down
+# (cluster/down.sh) however the run ends: a failed test, Ctrl-C, SIGTERM.
+#
+# Needs root and cgroups; installs its Debian packages with apt-get. The kube
+# binaries are built once per version into E2E_CACHE (outside the clone).
+#
+#   E2E_KUBE_VERSION  kube-apiserver and kubelet version (default 1.33.13)
+#   E2E_CACHE         binary cache (default /var/cache/hotreload-e2e)
+#   E2E_STATE         cluster state, removed at the end (default /tmp/hotreload-e2e)
+#   E2E_RUN           a -run pattern for the suite
+#   E2E_KEEP_STATE=1  keep the state directory (logs) after the run
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+version=${E2E_KUBE_VERSION:-1.33.13}
+cache=${E2E_CACHE:-/var/cache/hotreload-e2e}
+export E2E_STATE=${E2E_STATE:-/tmp/hotreload-e2e}
+export E2E_KUBE_BIN=$cache/kube/v$version
+export E2E_IMAGES=$E2E_STATE/images
+export E2E_NODE=localhost
+
+die() { echo "make e2e: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root: it runs containerd and a kubelet, and changes cgroups and iptables (run: sudo make e2e)"
+[ "$(uname -s)" = Linux ] || die "needs Linux"
+if [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+	die "needs cgroups (v1 with the memory controller, or v2) mounted at /sys/fs/cgroup"
+fi
+
+# Debian packages: the cluster's parts, and the binaries the app images copy.
+need=()
+for pair in etcd:etcd-server containerd:containerd runc:runc buildah:buildah iptables:iptables \
+	openssl:openssl curl:curl nginx:nginx-light prometheus:prometheus \
+	prometheus-alertmanager:prometheus-alertmanager; do
+	command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+done
+if ((${#need[@]})); then
+	command -v apt-get >/dev/null || die "missing ${need[*]}, and no apt-get to install them"
+	echo "make e2e: installing ${need[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+command -v kubectl >/dev/null || export PATH=$E2E_KUBE_BIN:$PATH # kube-binaries.sh builds one if needed
+
+"$here/cluster/kube-binaries.sh" "$version" "$E2E_KUBE_BIN"
+
+status=1
+finish() {
+	trap - EXIT INT TERM
+	"$here/cluster/down.sh" || true
+	exit "$status"
+}
+trap finish EXIT
+trap 'echo "make e2e: interrupted, tearing down" >&2; status=130; finish' INT TERM
+
+"$here/cluster/down.sh" >/dev/null 2>&1 || true # what a run killed hard left behind
+mkdir -p "$E2E_STATE"
+"$here/cluster/images.sh" "$E2E_IMAGES"
+"$here/cluster/up.sh"
+export KUBECONFIG=$E2E_STATE/admin.kubeconfig
+
+cd "$root"
+set +e
+go test -tags e2e -count=1 -v -parallel 8 -timeout 45m ${E2E_RUN:+-run "$E2E_RUN"} ./test/e2e/ 2>&1 | tee "$E2E_STATE/suite.log"
+status=${PIPESTATUS[0]}
+set -e
+echo
+echo "make e2e: figures"
+grep -h 'E2E-FIGURE' "$E2E_STATE/suite.log" | sed 's/^.*E2E-FIGURE: */  /' || true
+if ((status == 0)); then echo "make e2e: PASS"; else echo "make e2e: FAIL (status $status)"; fi
