@@ -144,6 +144,41 @@ func TestStartupContentIsDelivered(t *testing.T) {
 	})
 }
 
+// TestChangedWhileStarting: a first change to the startup content itself
+// means the watcher's first hash was older than Initial's: the content
+// changed while starting, so it is delivered.
+func TestChangedWhileStarting(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		state bool // a state file says the app has the startup content
+		want  int
+	}{
+		{"no state file", false, 1},
+		{"the state file knows", true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.json")
+			if tt.state {
+				writeState(t, path, "/etc/a", map[string]int{"app": 5})
+			}
+			synctest.Test(t, func(t *testing.T) {
+				sf, err := OpenStateFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := &fakeTarget{name: "app"}
+				h := start(t, []notifier.Target{f}, Options{Initial: initial(map[string][32]byte{"/etc/a": hashOf(5)}), State: sf})
+				h.changeTo("/etc/a", 5)
+				synctest.Wait()
+				if got := len(f.times()); got != tt.want {
+					t.Errorf("reloads = %d, want %d", got, tt.want)
+				}
+				h.stop(t)
+			})
+		})
+	}
+}
+
 func TestInitialError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := New(nil, prometheus.NewRegistry(), nil, Options{Initial: func(context.Context) (map[string][32]byte, error) {

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,8 +97,16 @@ type Reloader struct {
 	targets []*target
 	metrics *metrics
 
+	ready atomic.Bool // begin is done: every change from now on is compared
+
 	// Owned by Run's goroutine.
 	seen content // newest hash of each directory
+	// startup holds the startup content of the directories whose delivered
+	// content is that startup content, until their first change. A first
+	// change to that very hash means the watcher's own first hash was older
+	// than Initial's: the content changed while starting, and what the app
+	// read is not known, so it is delivered.
+	startup content
 
 	// mu guards the delivery state of every target and what is exported
 	// about it.
@@ -118,12 +127,16 @@ func New(logger log.Logger, reg prometheus.Registerer, targets []notifier.Target
 		logger = log.NewNopLogger()
 	}
 	logger = log.With(logger, "component", "reloader")
-	r := &Reloader{logger: logger, opts: opts, metrics: newMetrics(reg), seen: content{}, volumes: map[string]Delivered{}}
+	r := &Reloader{logger: logger, opts: opts, metrics: newMetrics(reg), seen: content{}, startup: content{}, volumes: map[string]Delivered{}}
 	for _, n := range targets {
 		r.targets = append(r.targets, newTarget(r, n))
 	}
 	return r
 }
+
+// Ready reports whether Run knows what every target has: a change from now
+// on is compared with it.
+func (r *Reloader) Ready() bool { return r.ready.Load() }
 
 // Content returns the content that every target was given, one entry per
 // volume, sorted by directory. It is safe to call at any time.
@@ -142,6 +155,7 @@ func (r *Reloader) Run(ctx context.Context, changes <-chan watcher.Change) error
 	if err := r.begin(ctx); err != nil {
 		return err
 	}
+	r.ready.Store(true)
 	// Deliveries outlive ctx by the grace period, so they get a context of
 	// their own; stop tells the delivery loops to take no new work.
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -192,6 +206,9 @@ func (r *Reloader) begin(ctx context.Context) error {
 
 	r.mu.Lock()
 	var changed []string
+	if !r.opts.ReloadOnStart {
+		maps.Copy(r.startup, r.seen)
+	}
 	for _, t := range r.targets {
 		t.wanted = maps.Clone(r.seen)
 		if r.opts.ReloadOnStart {
@@ -207,6 +224,7 @@ func (r *Reloader) begin(ctx context.Context) error {
 				continue // not there now: compared when it appears
 			}
 			t.delivered[d], t.at[d] = e.Hash, e.At
+			delete(r.startup, d) // the state file knows what the app has
 			if e.Hash != r.seen[d] && !slices.Contains(changed, d) {
 				changed = append(changed, d)
 			}
@@ -253,6 +271,7 @@ func (r *Reloader) debounce(ctx context.Context, changes <-chan watcher.Change) 
 				continue
 			}
 			r.seen[c.Dir] = c.Hash
+			r.firstChange(c)
 			if !slices.Contains(dirs, c.Dir) {
 				dirs = append(dirs, c.Dir)
 			}
@@ -280,20 +299,44 @@ func (r *Reloader) debounce(ctx context.Context, changes <-chan watcher.Change) 
 	}
 }
 
-// settled offers the content after a burst of changes to dirs. Targets that
-// already have it (a file edited and restored, a directory briefly emptied)
-// are not reloaded.
-func (r *Reloader) settled(dirs []string) {
+// firstChange handles the first change of a directory whose delivered
+// content is the startup content (see Reloader.startup).
+func (r *Reloader) firstChange(c watcher.Change) {
+	h, ok := r.startup[c.Dir]
+	if !ok {
+		return
+	}
+	delete(r.startup, c.Dir)
+	if h != c.Hash {
+		return
+	}
+	level.Info(r.logger).Log("msg", "content changed while starting, what the app read is not known: delivering it", "dir", c.Dir)
 	r.mu.Lock()
-	pending := false
 	for _, t := range r.targets {
-		if t.differsLocked(r.seen) {
-			pending = true
+		if t.delivered != nil {
+			delete(t.delivered, c.Dir)
 		}
 	}
 	r.mu.Unlock()
-	if pending {
-		level.Info(r.logger).Log("msg", "content changed, reloading", "dirs", strings.Join(dirs, ","))
+}
+
+// settled offers the content after a burst of changes to dirs. Targets that
+// already have it (a file edited and restored, a directory briefly emptied)
+// are not reloaded. The log names the directories that some target lacks.
+func (r *Reloader) settled(dirs []string) {
+	r.mu.Lock()
+	var changed []string
+	for _, d := range dirs {
+		for _, t := range r.targets {
+			if t.differsLocked(content{d: r.seen[d]}) {
+				changed = append(changed, d)
+				break
+			}
+		}
+	}
+	r.mu.Unlock()
+	if len(changed) > 0 {
+		level.Info(r.logger).Log("msg", "content changed, reloading", "dirs", strings.Join(changed, ","))
 	} else {
 		level.Info(r.logger).Log("msg", "content is what the app was last given, not reloading", "dirs", strings.Join(dirs, ","))
 	}

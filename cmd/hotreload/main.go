@@ -69,7 +69,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		Initial:       w.Initial,
 		State:         state,
 	})
-	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, w.Ready, func() []web.Volume {
+	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, func() bool { return w.Ready() && r.Ready() }, func() []web.Volume {
 		var vols []web.Volume
 		for _, d := range r.Content() {
 			vols = append(vols, web.Volume{Dir: d.Dir, Hash: reloader.ShortHash(d.Hash), DeliveredAt: d.At})

@@ -1,0 +1,248 @@
+package main
+
+// What is delivered, and when (issue #9): the reloader compares with the
+// content the app was last given, the startup content included; a change
+// made while hotreload was not running is delivered at start when
+// --state-file is set; an app that comes back after refusing connections
+// is reloaded as soon as it listens again.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/watcher"
+)
+
+// changesTotal is hotreload_changes_total of p.
+func changesTotal(p *e2e.Proc) float64 {
+	v, _ := p.Metric("hotreload_changes_total", nil)
+	return v
+}
+
+// shortHash is the hash of dir as /-/content and the content metric show it.
+func shortHash(t *testing.T, dir string) string {
+	t.Helper()
+	sum, err := watcher.HashDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sum[:6])
+}
+
+// TestChangeWhileNotRunning: with --state-file, a change made while
+// hotreload was stopped is reloaded once when it starts again; a restart
+// without a change, and the first start of the pod, reload nothing.
+func TestChangeWhileNotRunning(t *testing.T) {
+	t.Parallel()
+	app := e2e.NewApp(t)
+	vol := volume(t, e2e.Payload("key", "v1"))
+	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	state := filepath.Join(t.TempDir(), "state.json")
+	dirs := []string{vol.Dir, sentinel.Dir}
+
+	// First start of the pod: the baseline is written, nothing reloaded.
+	p := start(t, app, dirs, "--state-file="+state)
+	e2e.Eventually(t, waitFor, func() bool { _, err := os.Stat(state); return err == nil }, "no state file written at start")
+	e2e.Settle(t, p, app, sentinel)
+	if got := app.Count(); got != 1 {
+		t.Errorf("requests = %d, want 1 (the sentinel's): no reload at the pod's first start: %s", got, app)
+	}
+	p.Stop()
+
+	// A restart without a change reloads nothing.
+	p = start(t, app, dirs, "--state-file="+state)
+	e2e.Settle(t, p, app, sentinel)
+	if got := app.Count(); got != 2 {
+		t.Errorf("requests = %d, want 2: nothing changed while stopped: %s", got, app)
+	}
+	p.Stop()
+
+	// A change while stopped is reloaded once at start.
+	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	p = start(t, app, dirs, "--state-file="+state)
+	app.WaitCount(3, waitFor)
+	p.WaitLog(waitFor, "content changed while hotreload was not running, reloading", "dirs="+vol.Dir)
+	e2e.Settle(t, p, app, sentinel)
+	if got := app.Count(); got != 4 {
+		t.Errorf("requests = %d, want 4: one reload at start, then the sentinel's: %s", got, app)
+	}
+	p.Stop()
+
+	// The file now says v2 was delivered: another restart reloads nothing.
+	p = start(t, app, dirs, "--state-file="+state)
+	e2e.Settle(t, p, app, sentinel)
+	if got := app.Count(); got != 5 {
+		t.Errorf("requests = %d, want 5: v2 was delivered before the restart: %s", got, app)
+	}
+	p.Stop()
+}
+
+// TestChangeWhileNotRunningWithoutStateFile: without --state-file the
+// change cannot be seen, and the log says so and how to fix it.
+func TestChangeWhileNotRunningWithoutStateFile(t *testing.T) {
+	t.Parallel()
+	app := e2e.NewApp(t)
+	vol := volume(t, e2e.Payload("key", "v1"))
+	p := start(t, app, []string{vol.Dir})
+	p.WaitLog(waitFor, "no --state-file", "mount an emptyDir and set --state-file")
+	if n := p.CountLog("--state-file"); n != 1 {
+		t.Errorf("%d log lines about --state-file, want 1:\n%s", n, p.Logs())
+	}
+	p.Stop()
+}
+
+// TestStateFileCorrupt: a corrupt state file is one warning, is treated as
+// missing (no reload) and is rewritten.
+func TestStateFileCorrupt(t *testing.T) {
+	t.Parallel()
+	app := e2e.NewApp(t)
+	vol := volume(t, e2e.Payload("key", "v1"))
+	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	state := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(state, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, app, []string{vol.Dir, sentinel.Dir}, "--state-file="+state)
+	p.WaitLog(waitFor, "level=warn", "cannot read the state file, treating it as missing and rewriting it")
+	e2e.Settle(t, p, app, sentinel)
+	if got := app.Count(); got != 1 {
+		t.Errorf("requests = %d, want 1 (the sentinel's): %s", got, app)
+	}
+	b, err := os.ReadFile(state)
+	if err != nil || !json.Valid(b) || !strings.Contains(string(b), strconv.Quote(vol.Dir)) {
+		t.Errorf("state file after start = %q, %v; want it rewritten with %s", b, err, vol.Dir)
+	}
+	p.Stop()
+}
+
+// TestStateFileBadDirectory: a --state-file that cannot be written fails at
+// start in one line naming the flag.
+func TestStateFileBadDirectory(t *testing.T) {
+	t.Parallel()
+	vol := volume(t, e2e.Payload("key", "v1"))
+	missing := filepath.Join(t.TempDir(), "nope", "state.json")
+	r := e2e.Run(t, waitFor, "--volume-dir="+vol.Dir, "--webhook-url=http://127.0.0.1:1/-/reload", "--state-file="+missing)
+	want := "hotreload: error: --state-file " + missing + ": directory " + filepath.Dir(missing) + " does not exist (mount an emptyDir there)\n"
+	if r.Code != 2 || r.Stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", r.Code, r.Stderr, want)
+	}
+}
+
+// TestFirstBurstEndsOnStartupContent: a burst right after start that ends
+// on the startup content reloads nothing, like every later one.
+func TestFirstBurstEndsOnStartupContent(t *testing.T) {
+	t.Parallel()
+	app := e2e.NewApp(t)
+	vol := volume(t, e2e.Payload("key", "v1"))
+	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	p := start(t, app, []string{vol.Dir, sentinel.Dir}, "--debounce=1s")
+
+	// Edited and restored within the debounce, each step seen.
+	n := changesTotal(p)
+	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	e2e.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+1 }, "the edit was not seen")
+	e2e.Write(t, vol, true, e2e.Payload("key", "v1"))
+	e2e.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+2 }, "the restore was not seen")
+
+	// The burst settles a second later, one way or the other.
+	fired := func() bool {
+		for _, f := range p.Fires() {
+			if slices.Contains(f.Dirs, vol.Dir) {
+				return true
+			}
+		}
+		return false
+	}
+	e2e.Eventually(t, waitFor, func() bool {
+		return fired() || p.CountLog("content is what the app was last given, not reloading", "dirs="+vol.Dir) > 0
+	}, "the burst did not settle")
+	fire := e2e.Settle(t, p, app, sentinel)
+	if fired() {
+		t.Errorf("reloaded for %s, want no reload: the burst ended on the startup content", vol.Dir)
+	}
+	if got := app.Count(); got != 1 || len(fire.Dirs) != 1 {
+		t.Errorf("requests = %d, the last covering %v, want 1 for the sentinel alone: %s", got, fire.Dirs, app)
+	}
+	p.Stop()
+}
+
+// TestContentEndpoint: /-/content and hotreload_volume_content_info show the
+// content the app was last given, one entry per volume.
+func TestContentEndpoint(t *testing.T) {
+	t.Parallel()
+	app := e2e.NewApp(t)
+	vol := volume(t, e2e.Payload("key", "v1"))
+	p := start(t, app, []string{vol.Dir})
+
+	check := func(when string) {
+		t.Helper()
+		want := shortHash(t, vol.Dir)
+		var got struct {
+			Volumes []struct {
+				Dir         string    `json:"dir"`
+				Hash        string    `json:"hash"`
+				DeliveredAt time.Time `json:"delivered_at"`
+			} `json:"volumes"`
+		}
+		e2e.Eventually(t, waitFor, func() bool {
+			code, body, err := p.Get("/-/content")
+			if err != nil || code != 200 || json.Unmarshal([]byte(body), &got) != nil {
+				return false
+			}
+			return len(got.Volumes) == 1 && got.Volumes[0].Hash == want
+		}, "%s: /-/content = %+v, want %s with hash %s", when, got, vol.Dir, want)
+		if got.Volumes[0].Dir != vol.Dir || got.Volumes[0].DeliveredAt.IsZero() {
+			t.Errorf("%s: /-/content = %+v", when, got)
+		}
+		mfs := p.Scrape()
+		series := mfs["hotreload_volume_content_info"].GetMetric()
+		if len(series) != 1 {
+			t.Fatalf("%s: %d series of hotreload_volume_content_info, want 1", when, len(series))
+		}
+		if v, ok := e2e.Value(mfs, "hotreload_volume_content_info", map[string]string{"dir": vol.Dir, "hash": want}); !ok || v != 1 {
+			t.Errorf("%s: hotreload_volume_content_info{dir=%q,hash=%q} = %v, %v; want 1", when, vol.Dir, want, v, ok)
+		}
+	}
+	check("at start")
+	t0 := time.Now()
+	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	app.WaitAfter(t0, waitFor)
+	check("after a reload")
+	p.Stop()
+}
+
+// TestAppBackIsReloadedAtOnce: an app that refused connections is reloaded
+// within a probe interval of listening again, not when the backoff ends.
+func TestAppBackIsReloadedAtOnce(t *testing.T) {
+	t.Parallel()
+	app := e2e.NewApp(t)
+	vol := volume(t, e2e.Payload("key", "v1"))
+	p := start(t, app, []string{vol.Dir}, "--webhook-max-backoff=20s", "--log.level=debug")
+	failure := map[string]string{"target": app.URL("/-/reload"), "result": "failure"}
+
+	app.Down()
+	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	// Six refused attempts: the next one is 3.2s to 6.4s away.
+	e2e.Eventually(t, 3*waitFor, func() bool {
+		v, _ := p.Metric("hotreload_reloads_total", failure)
+		return v >= 6
+	}, "fewer than 6 failed attempts")
+	upAt := time.Now()
+	app.Up()
+	req := app.WaitAfter(upAt, waitFor)
+	if took := req.Start.Sub(upAt); took > 2*time.Second {
+		t.Errorf("reloaded %v after the app came back, want well before the backoff's next attempt (>= 3.2s after the 6th)", took)
+	}
+	if got := app.Count(); got != 1 {
+		t.Errorf("requests = %d, want 1: %s", got, app)
+	}
+	p.Stop()
+}
