@@ -30,6 +30,9 @@ const (
 
 	helperCatch = "catch" // catch SIGHUP and log it
 	helperTree  = "tree"  // start two helperCatch workers, then catch like them
+	// helperRespawn starts two helperCatch workers and, on each SIGHUP,
+	// starts two new ones and kills the old, as nginx does on a reload.
+	helperRespawn = "respawn"
 )
 
 func TestMain(m *testing.M) {
@@ -48,10 +51,11 @@ func runHelper(mode, dir string) int {
 	}
 	hups := make(chan os.Signal, 16)
 	ossignal.Notify(hups, syscall.SIGHUP)
-	if mode == helperTree {
+	var workers []*exec.Cmd
+	startWorkers := func() error {
 		exe, err := os.Executable()
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		for range 2 {
 			w := &exec.Cmd{
@@ -61,10 +65,19 @@ func runHelper(mode, dir string) int {
 				Stderr: os.Stderr,
 			}
 			if err := w.Start(); err != nil {
-				return fail(err)
+				return err
 			}
+			workers = append(workers, w)
 		}
-	} else if mode != helperCatch {
+		return nil
+	}
+	switch mode {
+	case helperTree, helperRespawn:
+		if err := startWorkers(); err != nil {
+			return fail(err)
+		}
+	case helperCatch:
+	default:
 		return fail(fmt.Errorf("unknown mode"))
 	}
 	pid := strconv.Itoa(os.Getpid())
@@ -72,6 +85,17 @@ func runHelper(mode, dir string) int {
 		return fail(err)
 	}
 	for range hups {
+		if mode == helperRespawn {
+			old := workers
+			workers = nil
+			if err := startWorkers(); err != nil {
+				return fail(err)
+			}
+			for _, w := range old {
+				_ = w.Process.Kill()
+				_ = w.Wait()
+			}
+		}
 		f, err := os.OpenFile(filepath.Join(dir, "hup.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			return fail(err)

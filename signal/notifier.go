@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
 	"github.com/hotreload/hotreload/notifier"
@@ -44,6 +45,15 @@ type Options struct {
 	// CheckDelay is how long after sending the same process must still be
 	// alive for the reload to count; 0 means 100ms.
 	CheckDelay time.Duration
+	// ConfirmTimeout, when positive, is how long to wait after sending for
+	// a target that has children (nginx, HAProxy and Apache workers) to
+	// replace them, as those apps do on a reload that took and not on one
+	// that failed (--signal-confirm-timeout). The reload counts once one
+	// of the children seen at signal time is gone and a new one exists;
+	// else it fails when ConfirmTimeout is over. A target without
+	// children cannot show that it reloaded and counts as reloaded when it
+	// is alive after CheckDelay. 0 does not check.
+	ConfirmTimeout time.Duration
 	// ProcRoot is where proc is mounted; "" means /proc. Notify sends real
 	// signals to the pids found there, so anything but the proc of the
 	// current PID namespace is for tests that never call Notify.
@@ -59,7 +69,9 @@ type Notifier struct {
 	pidFile  string
 	force    bool
 	delay    time.Duration
+	confirm  time.Duration // ConfirmTimeout
 	procRoot string
+	pfs      procfs.FS
 	self     int
 
 	// beforeSend, when set, runs after the checks and right before the
@@ -83,13 +95,22 @@ func New(opts Options) (*Notifier, error) {
 	if opts.CheckDelay < 0 {
 		return nil, fmt.Errorf("signal check delay %v is negative", opts.CheckDelay)
 	}
+	if opts.ConfirmTimeout < 0 {
+		return nil, fmt.Errorf("--signal-confirm-timeout %v: must not be negative", opts.ConfirmTimeout)
+	}
+	pfs, err := procfs.NewFS(orDefault(opts.ProcRoot))
+	if err != nil {
+		return nil, fmt.Errorf("--signal needs the proc filesystem: %w", err)
+	}
 	n := &Notifier{
 		sig:      opts.Signal,
 		sel:      Selector{Name: opts.ProcessName},
 		pidFile:  opts.PIDFile,
 		force:    opts.Force,
 		delay:    opts.CheckDelay,
+		confirm:  opts.ConfirmTimeout,
 		procRoot: orDefault(opts.ProcRoot),
+		pfs:      pfs,
 		self:     os.Getpid(),
 	}
 	if n.delay == 0 {
@@ -177,7 +198,7 @@ func (n *Notifier) find() ([]Process, error) {
 	if n.pidFile != "" {
 		return n.fromPIDFile()
 	}
-	procs, err := ListProcesses(n.procRoot)
+	procs, err := listProcesses(n.pfs)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +227,7 @@ func (n *Notifier) fromPIDFile() ([]Process, error) {
 	if pid == n.self {
 		return nil, fmt.Errorf("--pid-file %s: pid %d is hotreload itself", n.pidFile, pid)
 	}
-	p, err := ReadProcess(n.procRoot, pid)
+	p, err := readProcess(n.pfs, pid)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("pid %d from --pid-file %s: %w", pid, n.pidFile, syscall.ESRCH)
 	}
@@ -236,6 +257,13 @@ func (n *Notifier) signal(ctx context.Context, p Process) error {
 		return err
 	}
 	defer release()
+	// The children at signal time, whose replacement confirms the reload.
+	var kids map[procKey]bool
+	if n.confirm > 0 {
+		if kids, err = n.children(p); err != nil {
+			return fmt.Errorf("list children of %s: %w", p, err)
+		}
+	}
 	if n.beforeSend != nil {
 		n.beforeSend(p)
 	}
@@ -243,12 +271,29 @@ func (n *Notifier) signal(ctx context.Context, p Process) error {
 	case errors.Is(err, syscall.ESRCH):
 		return fmt.Errorf("send %s to %s: %w: %w", name, p, errVanished, err)
 	case errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("send %s to pid %d (%s, uid %d): %w: run hotreload as uid %d (securityContext.runAsUser) or add the KILL capability",
-			name, p.PID, p.Comm, p.UID, err, p.UID)
+		return fmt.Errorf("send %s to pid %d (%s, uid %d): %w: %s", name, p.PID, p.Comm, p.UID, err, n.permHint(p))
 	case err != nil:
 		return fmt.Errorf("send %s to %s: %w", name, p, err)
 	}
-	return n.confirm(ctx, p)
+	return n.watch(ctx, p, kids)
+}
+
+// permHint says what lets hotreload signal p: the kernel lets a process
+// signal another of the same uid, or any with CAP_KILL in effect. A
+// container that is not root and adds KILL gets it in its bounding set
+// only, never in effect, so that does not help.
+func (n *Notifier) permHint(p Process) string {
+	hint := fmt.Sprintf("run hotreload as the target's uid (securityContext.runAsUser: %d), "+
+		"or as root with every capability dropped but KILL (runAsUser: 0, capabilities drop [ALL] add [KILL])", p.UID)
+	if p.UID == 0 {
+		hint = "run hotreload as root like the target, with every capability dropped but KILL " +
+			"(securityContext.runAsUser: 0, capabilities drop [ALL] add [KILL])"
+	}
+	if eff, bnd, err := threadCaps(n.procRoot); err == nil && eff&capKill == 0 && bnd&capKill != 0 {
+		hint += "; hotreload has KILL in its bounding set only, not in effect (CapEff), " +
+			"as a container that is not root gets it from capabilities add [KILL]"
+	}
+	return hint
 }
 
 // checkHandles refuses a signal that would not make p reload.
@@ -313,22 +358,92 @@ func (n *Notifier) sender(p Process) (send func(syscall.Signal) error, release f
 // same reports whether p is still alive: the process with its pid has its
 // start time and is not a zombie.
 func (n *Notifier) same(p Process) bool {
-	now, err := readStat(filepath.Join(n.procRoot, strconv.Itoa(p.PID)))
+	pp, err := n.pfs.Proc(p.PID)
+	if err != nil {
+		return false
+	}
+	now, err := readStat(pp)
 	return err == nil && now.StartTime == p.StartTime && !now.Dead()
 }
 
-// confirm waits CheckDelay and fails as soon as p is seen dead.
-func (n *Notifier) confirm(ctx context.Context, p Process) error {
-	deadline := time.Now().Add(n.delay)
+// procKey identifies a process: a pid may be reused, the pair cannot.
+type procKey struct {
+	pid   int
+	start uint64
+}
+
+// children returns the live children of p.
+func (n *Notifier) children(p Process) (map[procKey]bool, error) {
+	all, err := n.pfs.AllProcs()
+	if err != nil {
+		return nil, err
+	}
+	kids := make(map[procKey]bool)
+	for _, pp := range all {
+		c, err := readStat(pp)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c.PPID == p.PID && !c.Dead() {
+			kids[procKey{c.PID, c.StartTime}] = true
+		}
+	}
+	return kids, nil
+}
+
+// replaced reports whether p replaced its children: one of old is gone
+// and a child that is not in old exists.
+func (n *Notifier) replaced(p Process, old map[procKey]bool) (bool, error) {
+	now, err := n.children(p)
+	if err != nil {
+		return false, err
+	}
+	gone := false
+	for k := range old {
+		if !now[k] {
+			gone = true
+			break
+		}
+	}
+	for k := range now {
+		if gone && !old[k] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// watch waits CheckDelay and fails as soon as p is seen dead. When kids
+// holds p's children at signal time, it then waits up to ConfirmTimeout for
+// p to replace them.
+func (n *Notifier) watch(ctx context.Context, p Process, kids map[procKey]bool) error {
+	start := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		if !n.same(p) {
 			return fmt.Errorf("%s exited after %s", p, Name(n.sig))
 		}
-		left := time.Until(deadline)
+		elapsed := time.Since(start)
+		left := n.delay - elapsed
 		if left <= 0 {
-			return nil
+			if len(kids) == 0 {
+				return nil
+			}
+			ok, err := n.replaced(p, kids)
+			switch {
+			case err != nil:
+				return fmt.Errorf("list children of %s: %w", p, err)
+			case ok:
+				return nil
+			case elapsed >= n.confirm:
+				return fmt.Errorf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
+					"(if it keeps them on a good reload too, set --signal-confirm-timeout=0)", p)
+			}
+			left = n.confirm - elapsed
 		}
 		timer.Reset(min(left, pollInterval))
 		select {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestNamespace runs TestHelperNamespace, the tests that signal real
@@ -190,6 +192,53 @@ func TestHelperNamespace(t *testing.T) {
 		h.waitHups(t, dir2, []int{m2.Process.Pid})
 	})
 
+	t.Run("confirm workers replaced", func(t *testing.T) {
+		name := h.unique("respawn")
+		dir, m := h.startHelper(t, name, helperRespawn, 3)
+		before := h.children(t, m.Process.Pid)
+		n := h.notifier(t, Options{ProcessName: name, ConfirmTimeout: 20 * time.Second})
+		if err := n.Notify(t.Context()); err != nil {
+			t.Fatalf("Notify: %v", err)
+		}
+		h.waitHups(t, dir, []int{m.Process.Pid})
+		// Notify returned once one old worker was gone and a new one
+		// was there.
+		after := h.children(t, m.Process.Pid)
+		if !slices.ContainsFunc(after, func(pid int) bool { return !slices.Contains(before, pid) }) {
+			t.Errorf("workers %v before, %v after: no new one", before, after)
+		}
+	})
+
+	t.Run("confirm workers kept", func(t *testing.T) {
+		name := h.unique("keep")
+		dir, m := h.startHelper(t, name, helperTree, 3)
+		const timeout = 500 * time.Millisecond
+		n := h.notifier(t, Options{ProcessName: name, ConfirmTimeout: timeout})
+		start := time.Now()
+		err := n.Notify(t.Context())
+		want := fmt.Sprintf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
+			"(if it keeps them on a good reload too, set --signal-confirm-timeout=0)", h.read(t, m.Process.Pid))
+		if err == nil || err.Error() != want {
+			t.Fatalf("Notify = %v, want %q", err, want)
+		}
+		if d := time.Since(start); d < timeout {
+			t.Errorf("gave up after %v, before the confirm timeout %v", d, timeout)
+		}
+		h.waitHups(t, dir, []int{m.Process.Pid})
+	})
+
+	t.Run("confirm without children", func(t *testing.T) {
+		name := h.unique("alone")
+		dir, c := h.startHelper(t, name, helperCatch, 1)
+		n := h.notifier(t, Options{ProcessName: name, ConfirmTimeout: time.Minute})
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := n.Notify(ctx); err != nil {
+			t.Fatalf("Notify: %v", err)
+		}
+		h.waitHups(t, dir, []int{c.Process.Pid})
+	})
+
 	t.Run("no match", func(t *testing.T) {
 		name := h.unique("none")
 		n := h.notifier(t, Options{ProcessName: name})
@@ -265,35 +314,76 @@ func TestHelperNamespace(t *testing.T) {
 		marker := h.unique("eperm")
 		sh, _ := h.startTrap(t, marker, "HUP", &syscall.Credential{Uid: targetUID, Gid: targetUID})
 		n := h.notifier(t, Options{ProcessCmdline: marker + ";"})
-		err := notifyAs(t.Context(), n, notifierUID)
+		// As another uid, KILL is left in the bounding set only, as in a
+		// container that is not root and adds KILL.
+		err := notifyAs(t.Context(), n, setEUID(notifierUID))
 		want := fmt.Sprintf("send SIGHUP to pid %d (sh, uid %d): operation not permitted: "+
-			"run hotreload as uid %d (securityContext.runAsUser) or add the KILL capability", sh.Process.Pid, targetUID, targetUID)
+			"run hotreload as the target's uid (securityContext.runAsUser: %d), "+
+			"or as root with every capability dropped but KILL (runAsUser: 0, capabilities drop [ALL] add [KILL]); "+
+			"hotreload has KILL in its bounding set only, not in effect (CapEff), "+
+			"as a container that is not root gets it from capabilities add [KILL]", sh.Process.Pid, targetUID, targetUID)
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify as uid %d = %v, want %q", notifierUID, err, want)
 		}
 		if !errors.Is(err, syscall.EPERM) {
 			t.Errorf("Notify = %v, want errors.Is EPERM", err)
 		}
+
+		// What the hint says works does.
+		if err := notifyAs(t.Context(), n, setEUID(targetUID)); err != nil {
+			t.Errorf("Notify as the target's uid %d: %v", targetUID, err)
+		}
+		if err := notifyAs(t.Context(), n, setCaps(1<<unix.CAP_KILL)); err != nil {
+			t.Errorf("Notify as root with KILL alone: %v", err)
+		}
+		err = notifyAs(t.Context(), n, setCaps(0))
+		if err == nil || !errors.Is(err, syscall.EPERM) {
+			t.Errorf("Notify as root without KILL = %v, want EPERM", err)
+		}
 	})
 }
 
-// notifyAs runs n.Notify on an OS thread whose effective uid is uid, which
-// drops CAP_KILL, and returns its error. The thread is never handed back to
-// the Go scheduler: it exits with its goroutine.
-func notifyAs(ctx context.Context, n *Notifier, uid int) error {
+// notifyAs runs n.Notify on an OS thread whose credentials setup changed,
+// and returns its error. The thread is never handed back to the Go
+// scheduler: it exits with its goroutine.
+func notifyAs(ctx context.Context, n *Notifier, setup func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // no Unlock: the thread dies with its changed credentials
-		// The raw system call changes this thread only; syscall.Setresuid
-		// would change every thread of the process.
-		keep := ^uintptr(0) // -1: leave unchanged
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
-			errc <- fmt.Errorf("setresuid: %w", e)
+		if err := setup(); err != nil {
+			errc <- err
 			return
 		}
 		errc <- n.Notify(ctx)
 	}()
 	return <-errc
+}
+
+// setEUID sets the calling thread's effective uid, which drops its
+// effective capabilities when uid is not 0. The raw system call changes
+// this thread only; syscall.Setresuid would change every thread.
+func setEUID(uid int) func() error {
+	return func() error {
+		keep := ^uintptr(0) // -1: leave unchanged
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
+			return fmt.Errorf("setresuid: %w", e)
+		}
+		return nil
+	}
+}
+
+// setCaps leaves the calling thread, still root, with the capabilities of
+// mask only (permitted and effective), as a container running as root with
+// every capability dropped but those.
+func setCaps(mask uint32) func() error {
+	return func() error {
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		data := [2]unix.CapUserData{{Effective: mask, Permitted: mask}}
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("capset: %w", err)
+		}
+		return nil
+	}
 }
 
 func writePIDFile(t *testing.T, path string, pid int) {
@@ -329,6 +419,22 @@ func (h *harness) notifier(t *testing.T, opts Options) *Notifier {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// children returns the pids of the live children of pid.
+func (h *harness) children(t *testing.T, pid int) []int {
+	t.Helper()
+	procs, err := ListProcesses("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, p := range procs {
+		if p.PPID == pid && !p.Dead() {
+			kids = append(kids, p.PID)
+		}
+	}
+	return kids
 }
 
 func (h *harness) read(t *testing.T, pid int) Process {

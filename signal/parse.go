@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The real-time signals as the C library numbers them: glibc and musl keep
@@ -29,48 +31,9 @@ const (
 	actIgn                // ignore
 )
 
-// signalTable lists the standard signals with their names (without the SIG
-// prefix) and default actions. Aliases follow the signal they name.
-var signalTable = [...]struct {
-	name string
-	sig  syscall.Signal
-	act  action
-}{
-	{"HUP", syscall.SIGHUP, actTerm},
-	{"INT", syscall.SIGINT, actTerm},
-	{"QUIT", syscall.SIGQUIT, actCore},
-	{"ILL", syscall.SIGILL, actCore},
-	{"TRAP", syscall.SIGTRAP, actCore},
-	{"ABRT", syscall.SIGABRT, actCore},
-	{"IOT", syscall.SIGIOT, actCore},
-	{"BUS", syscall.SIGBUS, actCore},
-	{"FPE", syscall.SIGFPE, actCore},
-	{"KILL", syscall.SIGKILL, actTerm},
-	{"USR1", syscall.SIGUSR1, actTerm},
-	{"SEGV", syscall.SIGSEGV, actCore},
-	{"USR2", syscall.SIGUSR2, actTerm},
-	{"PIPE", syscall.SIGPIPE, actTerm},
-	{"ALRM", syscall.SIGALRM, actTerm},
-	{"TERM", syscall.SIGTERM, actTerm},
-	{"STKFLT", syscall.SIGSTKFLT, actTerm},
-	{"CHLD", syscall.SIGCHLD, actIgn},
-	{"CLD", syscall.SIGCLD, actIgn},
-	{"CONT", syscall.SIGCONT, actCont},
-	{"STOP", syscall.SIGSTOP, actStop},
-	{"TSTP", syscall.SIGTSTP, actStop},
-	{"TTIN", syscall.SIGTTIN, actStop},
-	{"TTOU", syscall.SIGTTOU, actStop},
-	{"URG", syscall.SIGURG, actIgn},
-	{"XCPU", syscall.SIGXCPU, actCore},
-	{"XFSZ", syscall.SIGXFSZ, actCore},
-	{"VTALRM", syscall.SIGVTALRM, actTerm},
-	{"PROF", syscall.SIGPROF, actTerm},
-	{"WINCH", syscall.SIGWINCH, actIgn},
-	{"IO", syscall.SIGIO, actTerm},
-	{"POLL", syscall.SIGPOLL, actTerm},
-	{"PWR", syscall.SIGPWR, actTerm},
-	{"SYS", syscall.SIGSYS, actCore},
-}
+// aliases are the other names of standard signals, which
+// golang.org/x/sys/unix, naming each number once, does not know.
+var aliases = map[string]syscall.Signal{"IOT": syscall.SIGABRT, "CLD": syscall.SIGCHLD, "POLL": syscall.SIGIO}
 
 // Parse reads the value of --signal: a name with or without the SIG prefix
 // in any case ("SIGHUP", "HUP", "hup"), a number ("1"), or a real-time
@@ -96,10 +59,11 @@ func parse(s string) (syscall.Signal, error) {
 	}
 	name := strings.ToUpper(s)
 	name = strings.TrimPrefix(name, "SIG")
-	for _, e := range signalTable {
-		if e.name == name {
-			return e.sig, nil
-		}
+	if sig := unix.SignalNum("SIG" + name); sig != 0 {
+		return sig, nil
+	}
+	if sig, ok := aliases[name]; ok {
+		return sig, nil
 	}
 	for _, rt := range [...]struct {
 		prefix string
@@ -148,10 +112,8 @@ func validate(sig syscall.Signal) error {
 // Name returns the conventional name of sig: "SIGHUP", "SIGRTMIN+3",
 // "SIGRTMAX-1", or "signal N" for numbers without a name.
 func Name(sig syscall.Signal) string {
-	for _, e := range signalTable {
-		if e.sig == sig {
-			return "SIG" + e.name
-		}
+	if name := unix.SignalName(sig); name != "" {
+		return name
 	}
 	switch {
 	case sig == sigRTMin:
@@ -169,10 +131,16 @@ func Name(sig syscall.Signal) string {
 // defaultAction returns what the kernel does with sig when the process
 // neither catches, ignores nor blocks it.
 func defaultAction(sig syscall.Signal) action {
-	for _, e := range signalTable {
-		if e.sig == sig {
-			return e.act
-		}
+	switch sig {
+	case syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE,
+		syscall.SIGSEGV, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGSYS:
+		return actCore
+	case syscall.SIGSTOP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU:
+		return actStop
+	case syscall.SIGCONT:
+		return actCont
+	case syscall.SIGCHLD, syscall.SIGURG, syscall.SIGWINCH:
+		return actIgn
 	}
-	return actTerm // real-time signals and anything unknown
+	return actTerm // the others, real-time signals and anything unknown
 }

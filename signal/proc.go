@@ -4,7 +4,6 @@ package signal
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -15,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultProcRoot is where the proc filesystem of the current PID namespace
@@ -55,27 +57,32 @@ func (p Process) String() string { return fmt.Sprintf("pid %d (%s)", p.PID, p.Co
 // mounted with hidepid does not let us read, are left out. The result is
 // ordered by pid.
 func ListProcesses(procRoot string) ([]Process, error) {
-	procRoot = orDefault(procRoot)
-	entries, err := os.ReadDir(procRoot)
+	pfs, err := procfs.NewFS(orDefault(procRoot))
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	procs := make([]Process, 0, len(entries))
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 || !e.IsDir() {
-			continue // self, net, sys, ...
+	return listProcesses(pfs)
+}
+
+func listProcesses(pfs procfs.FS) ([]Process, error) {
+	all, err := pfs.AllProcs()
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	procs := make([]Process, 0, len(all))
+	for _, pp := range all {
+		if pp.PID <= 0 {
+			continue
 		}
-		p, err := ReadProcess(procRoot, pid)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			continue // exited since ReadDir, or hidden (hidepid)
+		p, err := readProcess(pfs, pp.PID)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
+			continue // exited since the listing, or hidden (hidepid)
 		}
 		if err != nil {
 			return nil, err
 		}
 		procs = append(procs, p)
 	}
-	// os.ReadDir sorts by name: "10" before "9".
 	slices.SortFunc(procs, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
 	return procs, nil
 }
@@ -83,169 +90,108 @@ func ListProcesses(procRoot string) ([]Process, error) {
 // ReadProcess reads one process from procRoot ("" means /proc). The error
 // wraps fs.ErrNotExist when there is no such process.
 func ReadProcess(procRoot string, pid int) (Process, error) {
-	dir := filepath.Join(orDefault(procRoot), strconv.Itoa(pid))
-	p, err := readStat(dir)
+	pfs, err := procfs.NewFS(orDefault(procRoot))
+	if err != nil {
+		return Process{}, fmt.Errorf("read pid %d: %w", pid, err)
+	}
+	return readProcess(pfs, pid)
+}
+
+func readProcess(pfs procfs.FS, pid int) (Process, error) {
+	pp, err := pfs.Proc(pid)
+	if err != nil {
+		return Process{}, fmt.Errorf("read pid %d: %w", pid, notExist(err))
+	}
+	p, err := readStat(pp)
 	if err != nil {
 		return Process{}, err
 	}
-	p.UID, err = readUID(dir)
+	status, err := pp.NewStatus()
 	if err != nil {
-		return Process{}, err
+		return Process{}, fmt.Errorf("read status of pid %d: %w", pid, notExist(err))
 	}
-	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
-	if err != nil {
+	p.UID = int(status.UIDs[0])
+	if p.Args, err = pp.CmdLine(); err != nil {
 		return Process{}, fmt.Errorf("read cmdline of pid %d: %w", pid, notExist(err))
 	}
-	p.Args = splitCmdline(cmdline)
+	if len(p.Args) == 0 {
+		p.Args = nil // kernel thread or zombie
+	}
 	// exe needs ptrace access: without it (another user's process, no
 	// CAP_SYS_PTRACE) or for a kernel thread, Exe stays empty.
-	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
+	if exe, err := pp.Executable(); err == nil {
 		p.Exe = strings.TrimSuffix(exe, " (deleted)")
 	}
 	return p, nil
 }
 
-// readStat parses dir/stat. The comm field is in parentheses and may itself
-// contain spaces and parentheses, so the fields after it are found from the
-// last ')'.
-func readStat(dir string) (Process, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+// readStat reads the fields of /proc/<pid>/stat that identify a process.
+func readStat(pp procfs.Proc) (Process, error) {
+	pid := pp.PID
+	st, err := pp.Stat()
 	if err != nil {
-		return Process{}, fmt.Errorf("read %s: %w", shortPath(filepath.Join(dir, "stat")), notExist(err))
+		return Process{}, fmt.Errorf("read stat of pid %d: %w", pid, notExist(err))
 	}
-	return parseStat(b)
-}
-
-func parseStat(b []byte) (Process, error) {
-	open := bytes.IndexByte(b, '(')
-	closing := bytes.LastIndexByte(b, ')')
-	if open < 1 || closing < open {
-		return Process{}, fmt.Errorf("parse stat %.40q: no comm", b)
+	if len(st.State) != 1 {
+		return Process{}, fmt.Errorf("read stat of pid %d: state %q", pid, st.State)
 	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
-	if err != nil {
-		return Process{}, fmt.Errorf("parse stat %.40q: pid: %w", b, err)
-	}
-	// fields[0] is field 3 (state), so field N is fields[N-3].
-	fields := strings.Fields(string(b[closing+1:]))
-	if len(fields) < 22-3+1 {
-		return Process{}, fmt.Errorf("parse stat of pid %d: %d fields after comm, want at least 20", pid, len(fields))
-	}
-	p := Process{PID: pid, Comm: string(b[open+1 : closing])}
-	if len(fields[0]) != 1 {
-		return Process{}, fmt.Errorf("parse stat of pid %d: state %q", pid, fields[0])
-	}
-	p.State = fields[0][0]
-	if p.PPID, err = strconv.Atoi(fields[4-3]); err != nil {
-		return Process{}, fmt.Errorf("parse stat of pid %d: ppid: %w", pid, err)
-	}
-	if p.StartTime, err = strconv.ParseUint(fields[22-3], 10, 64); err != nil {
-		return Process{}, fmt.Errorf("parse stat of pid %d: start time: %w", pid, err)
-	}
-	return p, nil
-}
-
-// splitCmdline splits /proc/<pid>/cmdline at NUL bytes. A process that
-// rewrote its argv in place (nginx: "nginx: master process ...") may leave
-// a single string with spaces and trailing NULs; that is kept as one
-// argument, so the joined command line reads as ps shows it.
-func splitCmdline(b []byte) []string {
-	b = bytes.TrimRight(b, "\x00")
-	if len(b) == 0 {
-		return nil // kernel thread or zombie
-	}
-	return strings.Split(string(b), "\x00")
-}
-
-func readUID(dir string) (int, error) {
-	v, err := statusField(filepath.Join(dir, "status"), "Uid")
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(v)
-	if len(f) == 0 {
-		return 0, fmt.Errorf("parse Uid %q in %s/status", v, filepath.Base(dir))
-	}
-	uid, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 0, fmt.Errorf("parse Uid in %s/status: %w", filepath.Base(dir), err)
-	}
-	return uid, nil
-}
-
-// statusField returns the value of one "Key:\tvalue" line of a status file.
-func statusField(path, key string) (string, error) {
-	vals, err := statusFields(path, key)
-	if err != nil {
-		return "", err
-	}
-	return vals[0], nil
-}
-
-// statusFields returns the values of the given keys of a status file, in
-// the order of keys. Every key must be present.
-func statusFields(path string, keys ...string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", shortPath(path), notExist(err))
-	}
-	defer f.Close()
-	vals := make([]string, len(keys))
-	found := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() && found < len(keys) {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		for i, want := range keys {
-			if k == want && vals[i] == "" {
-				vals[i] = strings.TrimSpace(v)
-				found++
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", shortPath(path), notExist(err))
-	}
-	for i, k := range keys {
-		if vals[i] == "" {
-			return nil, fmt.Errorf("read %s: no %s line", shortPath(path), k)
-		}
-	}
-	return vals, nil
+	return Process{PID: st.PID, PPID: st.PPID, Comm: st.Comm, State: st.State[0], StartTime: st.Starttime}, nil
 }
 
 // Handles reports whether the process pid catches sig (it installed a
 // handler) or ignores it, from the SigCgt and SigIgn masks in
-// <procRoot>/<pid>/status. The error wraps fs.ErrNotExist when there is no
-// such process.
+// <procRoot>/<pid>/status, which procfs does not parse. The error wraps
+// fs.ErrNotExist when there is no such process.
 func Handles(procRoot string, pid int, sig syscall.Signal) (caught, ignored bool, err error) {
 	path := filepath.Join(orDefault(procRoot), strconv.Itoa(pid), "status")
-	vals, err := statusFields(path, "SigCgt", "SigIgn")
+	f, err := os.Open(path)
 	if err != nil {
-		return false, false, err
+		return false, false, fmt.Errorf("read status of pid %d: %w", pid, notExist(err))
 	}
-	if caught, err = maskHas(vals[0], sig); err != nil {
-		return false, false, fmt.Errorf("parse SigCgt of pid %d: %w", pid, err)
+	defer f.Close()
+	masks := map[string]*bool{"SigCgt": &caught, "SigIgn": &ignored}
+	found := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && found < len(masks) {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		if dst, ok := masks[k]; ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return false, false, fmt.Errorf("parse %s of pid %d: %w", k, pid, err)
+			}
+			*dst = sig >= 1 && sig <= 64 && m&(1<<(uint(sig)-1)) != 0
+			found++
+		}
 	}
-	if ignored, err = maskHas(vals[1], sig); err != nil {
-		return false, false, fmt.Errorf("parse SigIgn of pid %d: %w", pid, err)
+	if err := sc.Err(); err != nil {
+		return false, false, fmt.Errorf("read status of pid %d: %w", pid, notExist(err))
+	}
+	if found < len(masks) {
+		return false, false, fmt.Errorf("read status of pid %d: no SigCgt or SigIgn line", pid)
 	}
 	return caught, ignored, nil
 }
 
-// maskHas reports whether the hex signal mask has the bit of sig (bit N-1
-// for signal N).
-func maskHas(hex string, sig syscall.Signal) (bool, error) {
-	m, err := strconv.ParseUint(hex, 16, 64)
+// capKill is CAP_KILL's bit in a capability mask.
+const capKill = 1 << 5
+
+// threadCaps returns the effective and bounding capabilities of the
+// calling thread, which are the ones kill(2) goes by: a thread can differ
+// from the rest of its process.
+func threadCaps(procRoot string) (eff, bnd uint64, err error) {
+	pfs, err := procfs.NewFS(orDefault(procRoot))
 	if err != nil {
-		return false, err
+		return 0, 0, err
 	}
-	if sig < 1 || sig > 64 {
-		return false, nil
+	t, err := pfs.Thread(os.Getpid(), unix.Gettid())
+	if err != nil {
+		return 0, 0, err
 	}
-	return m&(1<<(uint(sig)-1)) != 0, nil
+	st, err := t.NewStatus()
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.CapEff, st.CapBnd, nil
 }
 
 // notExist makes ESRCH, which reading a /proc file of a process that exited
@@ -255,11 +201,6 @@ func notExist(err error) error {
 		return fmt.Errorf("%w (%w)", fs.ErrNotExist, err)
 	}
 	return err
-}
-
-// shortPath turns /proc/42/status into 42/status for error messages.
-func shortPath(path string) string {
-	return filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path))
 }
 
 func orDefault(procRoot string) string {

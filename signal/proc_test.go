@@ -80,47 +80,28 @@ func writeFakeProc(t testing.TB, root string, p fakeProc) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	tail := " 0 -1 4194560 120 0 0 0 3 1 0 0 20 0 1 0 987654 10000000 500"
+// TestReadProcessOddComm reads a comm with spaces and parentheses, which
+// stat shows in parentheses: the fields after it are found from the last ')'.
+func TestReadProcessOddComm(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []fakeProc{
+		{pid: fakeBase + 1, ppid: 7, comm: "a) b (c)", state: 'Z', start: 987654},
+		{pid: fakeBase + 2, ppid: 2, comm: "", state: 'R', start: 12, args: []string{"x"}},
+	} {
+		writeFakeProc(t, root, p)
+	}
 	tests := []struct {
-		name    string
-		stat    string
-		want    Process
-		wantErr string
+		pid  int
+		want Process
 	}{
-		{
-			name: "plain",
-			stat: "42 (nginx) S 7 42 42" + tail,
-			want: Process{PID: 42, PPID: 7, Comm: "nginx", State: 'S', StartTime: 987654},
-		},
-		{
-			name: "comm with spaces and parentheses",
-			stat: "43 (a) b (c)) Z 1 43 43" + tail,
-			want: Process{PID: 43, PPID: 1, Comm: "a) b (c)", State: 'Z', StartTime: 987654},
-		},
-		{
-			name: "empty comm",
-			stat: "44 () R 2 0 0" + tail,
-			want: Process{PID: 44, PPID: 2, Comm: "", State: 'R', StartTime: 987654},
-		},
-		{name: "no comm", stat: "45 nginx S 1", wantErr: "no comm"},
-		{name: "bad pid", stat: "x (nginx) S 1" + tail, wantErr: "pid"},
-		{name: "truncated", stat: "46 (nginx) S 1 46 46 0", wantErr: "want at least 20"},
-		{name: "bad start time", stat: "47 (nginx) S 1 47 47" + strings.Replace(tail, "987654", "-1", 1), wantErr: "start time"},
+		{fakeBase + 1, Process{PID: fakeBase + 1, PPID: 7, Comm: "a) b (c)", State: 'Z', StartTime: 987654}},
+		{fakeBase + 2, Process{PID: fakeBase + 2, PPID: 2, Comm: "", State: 'R', StartTime: 12, Args: []string{"x"}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStat([]byte(tt.stat))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parseStat = %+v, %v; want error containing %q", got, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("parseStat = %+v, %v; want %+v", got, err, tt.want)
-			}
-		})
+		got, err := ReadProcess(root, tt.pid)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ReadProcess(%d) = %+v, %v; want %+v", tt.pid, got, err, tt.want)
+		}
 	}
 }
 

@@ -54,6 +54,7 @@ type SignalConfig struct {
 	ProcessCmdline string
 	PIDFile        string
 	Force          bool
+	ConfirmTimeout time.Duration // --signal-confirm-timeout
 }
 
 // Register adds every flag to app. Each flag also reads the environment
@@ -123,6 +124,7 @@ func (c *Config) Register(app *kingpin.Application) {
 		PlaceHolder("FILE").StringVar(&c.Signal.PIDFile)
 	flag("signal-force", "Send the signal even if the target does not handle it and would be terminated by it.").
 		SetValue(boolValue{"signal-force", &c.Signal.Force})
+	duration("signal-confirm-timeout", "After signalling a process that has children (nginx's workers), wait up to this long for it to replace them, as a reload that took does; 0 does not check.", "5s", &c.Signal.ConfirmTimeout)
 
 	// prometheus-config-reloader's names for the same things, which the
 	// Prometheus community charts pass since prometheus chart 20.0 and

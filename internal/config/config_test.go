@@ -231,6 +231,7 @@ func TestFlagBounds(t *testing.T) {
 		{"--debounce=1000000h", "--debounce 1000000h: must be 0 (off) or from 1ms to 1h"},
 		{"--debounce=1ns", "--debounce 1ns: must be 0 (off) or from 1ms to 1h"},
 		{"--shutdown-grace=11m", "--shutdown-grace 11m: must be at most 10m"},
+		{"--signal-confirm-timeout=1ms", "--signal-confirm-timeout 1ms: must be 0 (off) or from 100ms to 10m"},
 		{"--debounce=-1s", "--debounce -1s: must not be negative"},
 		{"--web.listen-address=:65536", `--web.listen-address ":65536": the port must be a number from 0 to 65535`},
 		{"--web.listen-address=:http", `--web.listen-address ":http": the port must be a number from 0 to 65535`},
@@ -259,8 +260,8 @@ func TestFlagBounds(t *testing.T) {
 		args  []string
 		check func(c *Config) bool
 	}{
-		{[]string{"--debounce=0", "--resync-interval=0", "--shutdown-grace=0"}, func(c *Config) bool {
-			return c.Debounce == 0 && c.ResyncInterval == 0 && c.ShutdownGrace == 0
+		{[]string{"--debounce=0", "--resync-interval=0", "--shutdown-grace=0", "--signal-confirm-timeout=0"}, func(c *Config) bool {
+			return c.Debounce == 0 && c.ResyncInterval == 0 && c.ShutdownGrace == 0 && c.Signal.ConfirmTimeout == 0
 		}},
 		{[]string{"--debounce=1ms", "--resync-interval=1s", "--poll-interval=100ms", "--webhook-timeout=100ms", "--webhook-max-backoff=100ms"}, func(c *Config) bool {
 			return c.Debounce == time.Millisecond && c.ResyncInterval == time.Second && c.PollInterval == 100*time.Millisecond &&

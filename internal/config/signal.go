@@ -1,3 +1,5 @@
+//go:build linux
+
 package config
 
 import (
@@ -24,6 +26,7 @@ func (c *Config) buildSignalTarget() error {
 		ProcessCmdline: s.ProcessCmdline,
 		PIDFile:        s.PIDFile,
 		Force:          s.Force,
+		ConfirmTimeout: s.ConfirmTimeout,
 	})
 	if err != nil {
 		return err

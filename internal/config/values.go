@@ -38,6 +38,9 @@ type durationBounds struct {
 //     terminationGracePeriodSeconds that makes sense for a sidecar.
 //   - signal-confirm-timeout: 0 turns the check off; under 100ms no app has
 //     started a worker; 10m as for the webhook timeout.
+//   - webhook-probe-interval: each probe is a TCP connect to the app; under
+//     10ms that is a busy loop against a port nobody listens on, and over a
+//     minute the probe no longer helps over the backoff.
 var durationLimits = map[string]durationBounds{
 	"debounce":               {off: true, min: time.Millisecond, max: time.Hour},
 	"resync-interval":        {off: true, min: time.Second, max: 24 * time.Hour},
@@ -46,6 +49,7 @@ var durationLimits = map[string]durationBounds{
 	"webhook-max-backoff":    {min: 100 * time.Millisecond, max: 10 * time.Minute},
 	"shutdown-grace":         {off: true, min: 0, max: 10 * time.Minute},
 	"signal-confirm-timeout": {off: true, min: 100 * time.Millisecond, max: 10 * time.Minute},
+	"webhook-probe-interval": {off: true, min: 10 * time.Millisecond, max: time.Minute},
 }
 
 type durationValue struct {
