@@ -239,6 +239,8 @@ func TestHelperNamespace(t *testing.T) {
 		h.waitHups(t, dir, []int{c.Process.Pid})
 	})
 
+	t.Run("nginx", func(t *testing.T) { testNginx(t, h) })
+
 	t.Run("no match", func(t *testing.T) {
 		name := h.unique("none")
 		n := h.notifier(t, Options{ProcessName: name})
@@ -312,7 +314,13 @@ func TestHelperNamespace(t *testing.T) {
 		}
 		const targetUID, notifierUID = 65534, 65533
 		marker := h.unique("eperm")
-		sh, _ := h.startTrap(t, marker, "HUP", &syscall.Credential{Uid: targetUID, Gid: targetUID})
+		sh, hupFile := h.startTrap(t, marker, "HUP", &syscall.Credential{Uid: targetUID, Gid: targetUID})
+		// Let the target's trap write its file.
+		for dir, mode := range map[string]os.FileMode{filepath.Dir(hupFile): 0o777, filepath.Dir(filepath.Dir(hupFile)): 0o711} {
+			if err := os.Chmod(dir, mode); err != nil {
+				t.Fatal(err)
+			}
+		}
 		n := h.notifier(t, Options{ProcessCmdline: marker + ";"})
 		// As another uid, KILL is left in the bounding set only, as in a
 		// container that is not root and adds KILL.
@@ -340,6 +348,10 @@ func TestHelperNamespace(t *testing.T) {
 		if err == nil || !errors.Is(err, syscall.EPERM) {
 			t.Errorf("Notify as root without KILL = %v, want EPERM", err)
 		}
+		waitFor(t, 10*time.Second, "the two signals that were sent to reach the trap", func() bool {
+			b, _ := os.ReadFile(hupFile)
+			return string(b) == "hup\nhup\n"
+		})
 	})
 }
 
