@@ -33,9 +33,28 @@ func TestNamespace(t *testing.T) {
 	if err != nil {
 		skipOrFail(t, "unshare(1) not found, cannot make a PID namespace: %v", err)
 	}
-	if out, err := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
-		skipOrFail(t, "unshare --pid --fork --mount-proc is not permitted here (needs root or user namespaces): %v: %s",
-			err, bytes.TrimSpace(out))
+	// Root makes the PID namespace directly. A normal user makes a user
+	// namespace first, where it keeps its own uid (util-linux 2.38) or,
+	// with an older unshare, becomes a root that has no other uid.
+	flags := [][]string{{"--pid", "--fork", "--mount-proc"}}
+	if os.Geteuid() != 0 {
+		flags = [][]string{
+			{"--user", "--map-current-user", "--pid", "--fork", "--mount-proc"},
+			{"--user", "--map-root-user", "--pid", "--fork", "--mount-proc"},
+		}
+	}
+	var args []string
+	var tried []string
+	for _, f := range flags {
+		out, err := exec.Command(unshare, append(f, "true")...).CombinedOutput()
+		if err == nil {
+			args = f
+			break
+		}
+		tried = append(tried, fmt.Sprintf("unshare %s: %v: %s", strings.Join(f, " "), err, bytes.TrimSpace(out)))
+	}
+	if args == nil {
+		skipOrFail(t, "cannot make a PID namespace here (needs root or user namespaces): %s", strings.Join(tried, "; "))
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -43,8 +62,8 @@ func TestNamespace(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, unshare, "--pid", "--fork", "--mount-proc", "--",
-		exe, "-test.run=^TestHelperNamespace$", "-test.v", "-test.count=1", "-test.timeout=150s")
+	args = append(args, "--", exe, "-test.run=^TestHelperNamespace$", "-test.v", "-test.count=1", "-test.timeout=150s")
+	cmd := exec.CommandContext(ctx, unshare, args...)
 	cmd.Env = append(os.Environ(), envNS+"=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("tests in the PID namespace:\n%s", out)
@@ -309,8 +328,8 @@ func TestHelperNamespace(t *testing.T) {
 	})
 
 	t.Run("permission denied", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to start a target under another uid")
+		if os.Geteuid() != 0 || !allUIDs() {
+			t.Skip("needs root, with every uid, to start a target under another uid")
 		}
 		const targetUID, notifierUID = 65534, 65533
 		marker := h.unique("eperm")
@@ -353,6 +372,13 @@ func TestHelperNamespace(t *testing.T) {
 			return string(b) == "hup\nhup\n"
 		})
 	})
+}
+
+// allUIDs reports whether this process sees every uid, which it does
+// outside a user namespace and not in one that maps its own uid only.
+func allUIDs() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
 }
 
 // notifyAs runs n.Notify on an OS thread whose credentials setup changed,
