@@ -63,6 +63,9 @@ func TestComparedWithDelivered(t *testing.T) {
 			if got := len(f.times()); got != 2 {
 				t.Errorf("requests = %d, want 2: content back to the delivered one is not sent again, and the failed one is not retried", got)
 			}
+			if got := series(h, "hotreload_last_reload_successful", "app"); got != 1 {
+				t.Errorf("last_reload_successful = %v, want 1: the app has the content asked for", got)
+			}
 			h.stop(t)
 		})
 	})

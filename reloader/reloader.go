@@ -348,7 +348,10 @@ func (r *Reloader) settled(dirs []string) {
 func (r *Reloader) offer() {
 	r.mu.Lock()
 	for _, t := range r.targets {
-		t.wanted = maps.Clone(r.seen)
+		if !maps.Equal(t.wanted, r.seen) {
+			t.wanted = maps.Clone(r.seen)
+			t.version++
+		}
 	}
 	r.mu.Unlock()
 	for _, t := range r.targets {
@@ -444,6 +447,7 @@ type target struct {
 
 	// Guarded by r.mu.
 	wanted    content              // the newest content asked for
+	version   uint64               // bumped each time wanted changes
 	delivered content              // what the target was last given; nil: unknown
 	at        map[string]time.Time // when each directory's delivered content was given
 
@@ -487,11 +491,12 @@ func (t *target) differsLocked(c content) bool {
 	return false
 }
 
-// pending returns the content to deliver and whether the target lacks it.
-func (t *target) pending() (content, bool) {
+// pending returns the content to deliver, its version, and whether the
+// target lacks it.
+func (t *target) pending() (content, uint64, bool) {
 	t.r.mu.Lock()
 	defer t.r.mu.Unlock()
-	return t.wanted, t.differsLocked(t.wanted)
+	return t.wanted, t.version, t.differsLocked(t.wanted)
 }
 
 // run delivers the newest content asked for until stop closes.
@@ -510,11 +515,11 @@ func (t *target) run(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-t.kick:
 		case <-retryC:
-			if _, ok := t.pending(); ok {
+			if _, _, ok := t.pending(); ok {
 				level.Info(t.logger).Log("msg", "retrying the failed reload")
 			}
 		}
-		if _, ok := t.pending(); !ok {
+		if _, _, ok := t.pending(); !ok {
 			retryC = nil
 			continue
 		}
@@ -534,7 +539,7 @@ func (t *target) run(ctx context.Context, stop <-chan struct{}) {
 // has the newest content it was asked for.
 func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 	start := time.Now()
-	c, _ := t.pending()
+	c, version, _ := t.pending()
 	var (
 		attempt int
 		lastErr string
@@ -574,16 +579,18 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 		}
 		logger.Log("msg", "reload failed, retrying", "attempt", attempt, "retry_in", delay.Round(time.Millisecond), "err", err)
 
-		switch t.wait(ctx, stop, delay, err) {
+		switch t.wait(ctx, stop, delay, err, version) {
 		case waitRetry:
 		case waitNewer:
-			nc, ok := t.pending()
+			nc, nv, ok := t.pending()
 			if !ok {
+				// The app has what it is asked for: nothing is failing.
+				t.lastOK.Set(1)
 				t.duration.Observe(time.Since(start).Seconds())
 				level.Info(t.logger).Log("msg", "content is back to what the app was last given, dropping the retry")
 				return true
 			}
-			c, attempt = nc, 0
+			c, version, attempt = nc, nv, 0
 			level.Debug(t.logger).Log("msg", "newer change supersedes the one being retried")
 		case waitStop:
 			level.Warn(t.logger).Log("msg", "shutting down before the reload succeeded", "err", err)
@@ -600,10 +607,11 @@ const (
 	waitStop                    // stop closed
 )
 
-// wait waits delay before the next attempt. If the last attempt found the
-// connection refused and the target is a Prober, it also probes every
-// ProbeInterval and ends the wait as soon as the app listens again.
-func (t *target) wait(ctx context.Context, stop <-chan struct{}, delay time.Duration, err error) waitResult {
+// wait waits delay before the next attempt, or until content newer than
+// version is asked for. If the last attempt found the connection refused
+// and the target is a Prober, it also probes every ProbeInterval and ends
+// the wait as soon as the app listens again.
+func (t *target) wait(ctx context.Context, stop <-chan struct{}, delay time.Duration, err error, version uint64) waitResult {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	var probeC <-chan time.Time
@@ -626,7 +634,10 @@ func (t *target) wait(ctx context.Context, stop <-chan struct{}, delay time.Dura
 				return waitRetry
 			}
 		case <-t.kick:
-			return waitNewer
+			if _, v, _ := t.pending(); v != version {
+				return waitNewer
+			}
+			// A kick for the content being delivered: keep waiting.
 		case <-stop:
 			return waitStop
 		}
