@@ -9,11 +9,17 @@
 // are read from /proc/<pid>/status, and a signal that the target does not
 // handle, and that would terminate it, is not sent unless forced. A reload
 // counts when the same process (pid and start time) is still alive a moment
-// after the signal.
+// after the signal and, with Options.ConfirmTimeout, when a target that has
+// children (nginx, HAProxy, Apache) replaced them in time, as these do on a
+// reload that took and not on one whose configuration they refused. A
+// signal cannot confirm more: a target without children shows nothing of
+// whether it reloaded.
 //
 // A Go program catches every signal in its runtime, so its masks say that it
 // handles SIGHUP even when it never called signal.Notify and SIGHUP ends it;
 // the check after sending reports that death as a failed reload.
 //
-// Sending needs the target's uid or CAP_KILL. The package is Linux only.
+// Sending needs the target's uid, or CAP_KILL in effect, which a container
+// has only when it runs as root. The package is Linux only; /proc is read
+// with github.com/prometheus/procfs.
 package signal
