@@ -14,9 +14,14 @@ const initialPoll = 10 * time.Millisecond
 // Options.Dirs. A directory missing now is left out; its Change comes when
 // it appears.
 //
-// The hashes are taken after Ready, so they are never older than the
-// watcher's own first hash: a change that lands before them shows in them,
-// and one that lands after them is sent on Changes. It is safe to call from
+// The hashes are taken by HashDir after Ready, not copied from the
+// watcher's own first hashes (which Run's goroutine owns), so they are never
+// older than those: a change that lands after them is sent on Changes, and
+// one that lands between the watcher's first hash and them shows in them
+// and is also sent on Changes, with the very hash Initial returned (the
+// reloader takes such a first Change as "changed while starting"). Content
+// that changes and changes back to the watcher's first hash within that
+// window (milliseconds at start) is not told apart. It is safe to call from
 // any goroutine; it returns ctx's error if ctx is done first.
 func (w *Watcher) Initial(ctx context.Context) (map[string][32]byte, error) {
 	if !w.Ready() {
