@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,8 +39,8 @@ func shortHash(t *testing.T, dir string) string {
 }
 
 // TestChangeWhileNotRunning: with --state-file, a change made while
-// hotreload was stopped is reloaded once when it starts again; a restart
-// without a change, and the first start of the pod, reload nothing.
+// hotreload was stopped or killed is reloaded once when it starts again; a
+// restart without a change, and the first start of the pod, reload nothing.
 func TestChangeWhileNotRunning(t *testing.T) {
 	t.Parallel()
 	app := e2e.NewApp(t)
@@ -63,24 +64,32 @@ func TestChangeWhileNotRunning(t *testing.T) {
 	if got := app.Count(); got != 2 {
 		t.Errorf("requests = %d, want 2: nothing changed while stopped: %s", got, app)
 	}
-	p.Stop()
 
-	// A change while stopped is reloaded once at start.
+	// v2 is delivered, then hotreload is killed (an OOM kill, a crash) and
+	// v3 lands while it is down: the restart reloads v3 once.
+	t0 := time.Now()
 	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	app.WaitAfter(t0, waitFor)
+	e2e.Eventually(t, waitFor, func() bool { return app.Pending() == 0 }, "the reload of v2 was not answered")
+	p.Signal(syscall.SIGKILL)
+	if _, err := p.Wait(waitFor); err == nil {
+		t.Fatal("hotreload survived SIGKILL")
+	}
+	e2e.Write(t, vol, true, e2e.Payload("key", "v3"))
 	p = start(t, app, dirs, "--state-file="+state)
-	app.WaitCount(3, waitFor)
+	app.WaitCount(4, waitFor)
 	p.WaitLog(waitFor, "content changed while hotreload was not running, reloading", "dirs="+vol.Dir)
 	e2e.Settle(t, p, app, sentinel)
-	if got := app.Count(); got != 4 {
-		t.Errorf("requests = %d, want 4: one reload at start, then the sentinel's: %s", got, app)
+	if got := app.Count(); got != 5 {
+		t.Errorf("requests = %d, want 5: one reload at start, then the sentinel's: %s", got, app)
 	}
 	p.Stop()
 
-	// The file now says v2 was delivered: another restart reloads nothing.
+	// The file now says v3 was delivered: another restart reloads nothing.
 	p = start(t, app, dirs, "--state-file="+state)
 	e2e.Settle(t, p, app, sentinel)
-	if got := app.Count(); got != 5 {
-		t.Errorf("requests = %d, want 5: v2 was delivered before the restart: %s", got, app)
+	if got := app.Count(); got != 6 {
+		t.Errorf("requests = %d, want 6: v3 was delivered before the restart: %s", got, app)
 	}
 	p.Stop()
 }
