@@ -71,7 +71,6 @@ type Notifier struct {
 	delay    time.Duration
 	confirm  time.Duration // ConfirmTimeout
 	procRoot string
-	pfs      procfs.FS
 	self     int
 
 	// beforeSend, when set, runs after the checks and right before the
@@ -98,8 +97,7 @@ func New(opts Options) (*Notifier, error) {
 	if opts.ConfirmTimeout < 0 {
 		return nil, fmt.Errorf("--signal-confirm-timeout %v: must not be negative", opts.ConfirmTimeout)
 	}
-	pfs, err := procfs.NewFS(orDefault(opts.ProcRoot))
-	if err != nil {
+	if _, err := procfs.NewFS(orDefault(opts.ProcRoot)); err != nil {
 		return nil, fmt.Errorf("--signal needs the proc filesystem: %w", err)
 	}
 	n := &Notifier{
@@ -110,7 +108,6 @@ func New(opts Options) (*Notifier, error) {
 		delay:    opts.CheckDelay,
 		confirm:  opts.ConfirmTimeout,
 		procRoot: orDefault(opts.ProcRoot),
-		pfs:      pfs,
 		self:     os.Getpid(),
 	}
 	if n.delay == 0 {
@@ -198,7 +195,7 @@ func (n *Notifier) find() ([]Process, error) {
 	if n.pidFile != "" {
 		return n.fromPIDFile()
 	}
-	procs, err := listProcesses(n.pfs)
+	procs, err := ListProcesses(n.procRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +224,7 @@ func (n *Notifier) fromPIDFile() ([]Process, error) {
 	if pid == n.self {
 		return nil, fmt.Errorf("--pid-file %s: pid %d is hotreload itself", n.pidFile, pid)
 	}
-	p, err := readProcess(n.pfs, pid)
+	p, err := ReadProcess(n.procRoot, pid)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("pid %d from --pid-file %s: %w", pid, n.pidFile, syscall.ESRCH)
 	}
@@ -358,13 +355,22 @@ func (n *Notifier) sender(p Process) (send func(syscall.Signal) error, release f
 // same reports whether p is still alive: the process with its pid has its
 // start time and is not a zombie.
 func (n *Notifier) same(p Process) bool {
-	pp, err := n.pfs.Proc(p.PID)
+	pfs, err := n.proc()
+	if err != nil {
+		return false
+	}
+	pp, err := pfs.Proc(p.PID)
 	if err != nil {
 		return false
 	}
 	now, err := readStat(pp)
 	return err == nil && now.StartTime == p.StartTime && !now.Dead()
 }
+
+// proc returns the proc filesystem. It is made at every use rather than
+// kept in the Notifier, whose type reaches reflection through
+// notifier.Target: kept, it would link every method of procfs.FS (400 kB).
+func (n *Notifier) proc() (procfs.FS, error) { return procfs.NewFS(n.procRoot) }
 
 // procKey identifies a process: a pid may be reused, the pair cannot.
 type procKey struct {
@@ -374,7 +380,11 @@ type procKey struct {
 
 // children returns the live children of p.
 func (n *Notifier) children(p Process) (map[procKey]bool, error) {
-	all, err := n.pfs.AllProcs()
+	pfs, err := n.proc()
+	if err != nil {
+		return nil, err
+	}
+	all, err := pfs.AllProcs()
 	if err != nil {
 		return nil, err
 	}
