@@ -25,6 +25,10 @@ const (
 	defaultCheckDelay = 100 * time.Millisecond
 	// pollInterval is how often the target is looked at during CheckDelay.
 	pollInterval = 10 * time.Millisecond
+	// confirmInterval is how often its children are looked at after
+	// CheckDelay: each look reads the stat of every process (about 25µs
+	// each), and a reload takes far longer than this to replace them.
+	confirmInterval = 100 * time.Millisecond
 	// maxLookups bounds how often one Notify looks for the target again
 	// after it vanished between lookup and kill.
 	maxLookups = 3
@@ -453,9 +457,11 @@ func (n *Notifier) watch(ctx context.Context, p Process, kids map[procKey]bool) 
 				return fmt.Errorf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
 					"(if it keeps them on a good reload too, set --signal-confirm-timeout=0)", p)
 			}
-			left = n.confirm - elapsed
+			left = min(n.confirm-elapsed, confirmInterval)
+		} else {
+			left = min(left, pollInterval)
 		}
-		timer.Reset(min(left, pollInterval))
+		timer.Reset(left)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for %s after %s: %w", p, Name(n.sig), ctx.Err())

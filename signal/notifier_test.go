@@ -256,3 +256,26 @@ func TestNotifyFake(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkChildren measures one look at the target's children, which the
+// confirmation repeats every 10ms until they are replaced or the timeout.
+func BenchmarkChildren(b *testing.B) {
+	n, err := New(Options{Signal: syscall.SIGHUP, ProcessName: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	self, err := ReadProcess("", os.Getppid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	procs, err := ListProcesses("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := n.children(self); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(procs)), "procs")
+}
