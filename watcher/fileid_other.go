@@ -17,3 +17,12 @@ func idOf(path string, _ os.FileInfo) fileID {
 func openRegular(name string) (*os.File, error) {
 	return os.Open(name)
 }
+
+// metaOf returns what can be seen of the file name without reading it.
+func metaOf(name string) (fileMeta, error) {
+	info, err := os.Stat(name)
+	if err != nil {
+		return fileMeta{}, err
+	}
+	return fileMeta{size: info.Size(), mtime: info.ModTime().UnixNano()}, nil
+}

@@ -25,3 +25,16 @@ func idOf(path string, info os.FileInfo) fileID {
 func openRegular(name string) (*os.File, error) {
 	return os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
+
+// metaOf returns what can be seen of the file name without reading it.
+func metaOf(name string) (fileMeta, error) {
+	info, err := os.Stat(name)
+	if err != nil {
+		return fileMeta{}, err
+	}
+	m := fileMeta{size: info.Size(), mtime: info.ModTime().UnixNano()}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		m.dev, m.ino = uint64(st.Dev), uint64(st.Ino)
+	}
+	return m, nil
+}

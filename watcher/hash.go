@@ -9,10 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // dataLink is the symlink through which the kubelet publishes the current
@@ -36,7 +36,8 @@ var emptyHash = sha256.Sum256(nil)
 // Record kinds in the hash stream.
 const (
 	kindFile       = 'f' // a readable regular file: length and SHA-256 of its bytes
-	kindUnreadable = 'u' // a file or directory that could not be read
+	kindUnreadable = 'u' // a directory that could not be read, or a file that failed otherwise
+	kindMeta       = 'm' // a file that could not be read: its size, mtime, inode and device
 	kindAlias      = 'a' // a second path to a directory already hashed
 )
 
@@ -45,18 +46,27 @@ const (
 // visible relative path, the path (slash separated, relative to root), a NUL,
 // a kind byte, the file's length and the SHA-256 of its bytes.
 //
-// Symlinks are followed, to files and to directories. Entries whose name
-// starts with ".." are skipped at every level, so the kubelet's version
-// directories never appear in the hash, only what the visible names show;
-// for a kubelet volume (root/..data is a symlink to a directory) the items
-// are read through ..data as it was at one instant, and the hash is redone
-// if ..data was swapped meanwhile. Modes, times and owners are not hashed.
+// It hashes what an app reading root sees: every visible entry is resolved
+// as the app would resolve it, symlinks are followed (to files and to
+// directories), and entries whose name starts with ".." are skipped at every
+// level, so the kubelet's ..data link and version directories never appear in
+// the hash, only what the visible names show. A kubelet volume is therefore
+// hashed through its visible links (key -> ..data/key): between the swap of
+// ..data and the kubelet's creation of a new key's link, the new key is not
+// in the hash, as the app cannot see it yet. The hash is redone if ..data was
+// swapped while it was being read. Modes, times and owners of readable files
+// are not hashed.
 //
-// Symlink loops and dangling links are left out. A file or directory that
-// cannot be read adds a marker instead of its content, so that it becoming
-// readable later changes the hash. A directory reached a second time through
-// another symlink adds a marker naming the first path. The error is non-nil
-// only if root itself cannot be read.
+// Symlink loops and dangling links are left out. A regular file that cannot
+// be read (permission denied) adds its size, modification time, inode and
+// device instead of its content, so that its replacement or rewrite still
+// changes the hash, and so does it becoming readable. A directory that cannot
+// be read adds a marker. A directory reached a second time through another
+// symlink adds a marker naming the first path. The error is non-nil only if
+// root itself cannot be read.
+//
+// HashDir does not judge whether root is in a consistent state; the Watcher
+// does (see the package documentation).
 func HashDir(root string) (sum [32]byte, err error) {
 	res, err := hasher{open: openRegular}.hash(root)
 	return res.sum, err
@@ -79,17 +89,36 @@ type hashResult struct {
 	sum      [32]byte
 	dirs     map[string]fileID // real paths of the directories to watch
 	problems []problem
+
+	// version is the target of ..data ("" if root has no ..data link), and
+	// versionSum the hash of the records read from inside that version
+	// directory: the kubelet never changes a version directory once ..data
+	// names it, so a different versionSum under the same version is someone
+	// else at work (an rm -rf half-way, a hand edit).
+	version    string
+	versionSum [32]byte
+
+	// broken says why root is in a state that is never reported ("" if
+	// it is not): ..data names no directory, or every visible entry
+	// dangles. partial says why root looks half-way through a kubelet
+	// update ("" if it does not). See the package documentation.
+	broken  string
+	partial string
+
+	// unreadable holds what can be seen of every file that could not be
+	// read, by visible path.
+	unreadable map[string]fileMeta
 }
 
 // hash hashes root, redoing it if the kubelet swapped ..data meanwhile.
 func (h hasher) hash(root string) (hashResult, error) {
 	for attempt := 1; ; attempt++ {
-		res, before, err := h.hashOnce(root)
+		res, err := h.hashOnce(root)
 		if err != nil {
 			return hashResult{}, err
 		}
 		after, _ := os.Readlink(filepath.Join(root, dataLink))
-		if after == before || attempt == maxHashAttempts {
+		if after == res.version || attempt == maxHashAttempts {
 			return res, nil
 		}
 	}
@@ -110,25 +139,28 @@ type walk struct {
 	fileDirs map[string]bool // real parent directories of files reached by symlinks
 	records  []record
 	problems []problem
+	vanished bool // an entry vanished while it was read: something is at work
 }
 
-// hashOnce walks root once. It returns the ..data link target read before
-// the walk ("" if there is none).
-func (h hasher) hashOnce(root string) (hashResult, string, error) {
+// hashOnce walks root once.
+func (h hasher) hashOnce(root string) (hashResult, error) {
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
+		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
 	}
 	info, err := os.Stat(real)
 	if err != nil {
-		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
+		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
 	}
 	if !info.IsDir() {
-		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, errNotDir)
+		return hashResult{}, fmt.Errorf("hash %s: %w", root, errNotDir)
 	}
+	// ..data is read before the entries: if the kubelet swaps it during
+	// the walk, hash sees a different target afterwards and hashes again.
+	target, _ := os.Readlink(filepath.Join(real, dataLink))
 	entries, err := os.ReadDir(real)
 	if err != nil {
-		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
+		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
 	}
 
 	w := &walk{
@@ -141,58 +173,81 @@ func (h hasher) hashOnce(root string) (hashResult, string, error) {
 	w.visited[rootID] = "."
 	w.onPath[rootID] = true
 	w.dirs[real] = rootID
+	res := hashResult{version: target}
 
-	// A kubelet volume: read the items through the version directory that
-	// ..data names now, and skip the visible links that point into it, so
-	// the hash shows exactly one version even between the swap and the
-	// kubelet's update of the visible links.
-	target, _ := os.Readlink(filepath.Join(real, dataLink))
+	// A kubelet volume: the version directory that ..data names is watched
+	// (the kubelet never writes into it, but someone else might), and its
+	// top-level entries are compared with the visible ones below.
 	var dataDir string
-	var dataEntries []os.DirEntry
+	var dataNames []string
 	if target != "" {
 		dir := target
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(real, dir)
 		}
+		var names []os.DirEntry
+		var dirInfo os.FileInfo
 		dir, err = filepath.EvalSymlinks(dir)
 		if err == nil {
-			var dirInfo os.FileInfo
 			dirInfo, err = os.Stat(dir)
-			if err == nil && dirInfo.IsDir() {
-				dataEntries, err = os.ReadDir(dir)
-				if err == nil {
-					id := idOf(dir, dirInfo)
-					w.visited[id] = "."
-					w.onPath[id] = true
-					w.dirs[dir] = id
-					dataDir = dir
+		}
+		if err == nil && !dirInfo.IsDir() {
+			err = errNotDir
+		}
+		if err == nil {
+			names, err = os.ReadDir(dir)
+		}
+		if err != nil {
+			res.broken = fmt.Sprintf("..data names no directory (%s)", target)
+		} else {
+			w.dirs[dir] = idOf(dir, dirInfo)
+			dataDir = dir
+			for _, e := range names {
+				if !hidden(e.Name()) {
+					dataNames = append(dataNames, e.Name())
 				}
 			}
 		}
-		// Otherwise ..data is dangling or mid-swap: hash the visible
-		// entries as they are; the retry in hash covers a swap.
+	}
+	if _, err := os.Lstat(filepath.Join(real, dataLink+"_tmp")); err == nil {
+		res.partial = "..data_tmp exists: a swap is under way"
 	}
 
-	taken := make(map[string]bool)
+	visible := make(map[string]bool)
+	dangling := 0
 	for _, e := range entries {
 		name := e.Name()
 		if hidden(name) {
 			continue
 		}
-		if dataDir != "" && e.Type()&fs.ModeSymlink != 0 {
-			if link, err := os.Readlink(filepath.Join(real, name)); err == nil && link == path.Join(dataLink, name) {
-				continue // the kubelet's visible link; read through dataDir below
+		visible[name] = true
+		p := filepath.Join(real, name)
+		if e.Type()&fs.ModeSymlink != 0 {
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				dangling++
+				if link, err := os.Readlink(p); err == nil && strings.HasPrefix(link, dataLink+"/") {
+					// The kubelet's link of a key that ..data no longer
+					// has: the kubelet unlinks it next. Not a problem of
+					// the volume's content, only a moment of the update.
+					if res.partial == "" && res.broken == "" {
+						res.partial = fmt.Sprintf("visible link %s names a vanished item", name)
+					}
+					continue
+				}
 			}
 		}
-		taken[name] = true
-		w.visit(name, filepath.Join(real, name))
+		w.visit(name, p)
 	}
-	for _, e := range dataEntries {
-		name := e.Name()
-		if hidden(name) || taken[name] {
-			continue
+	if res.partial == "" {
+		for _, name := range dataNames {
+			if !visible[name] {
+				res.partial = fmt.Sprintf("item %s has no visible link yet", name)
+				break
+			}
 		}
-		w.visit(name, filepath.Join(dataDir, name))
+	}
+	if res.broken == "" && len(visible) > 0 && dangling == len(visible) {
+		res.broken = "every visible entry dangles"
 	}
 
 	for d := range w.fileDirs {
@@ -204,8 +259,13 @@ func (h hasher) hashOnce(root string) (hashResult, string, error) {
 		}
 	}
 
-	sum := h.sum(w)
-	return hashResult{sum: sum, dirs: w.dirs, problems: w.problems}, target, nil
+	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir)
+	if w.vanished && res.partial == "" {
+		res.partial = "an entry vanished while it was read"
+	}
+	res.dirs = w.dirs
+	res.problems = w.problems
+	return res, nil
 }
 
 // hidden reports whether a name is skipped: the kubelet's "..data",
@@ -219,7 +279,9 @@ func hidden(name string) bool {
 func (w *walk) visit(rel, p string) {
 	info, err := os.Lstat(p)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) { // vanished meanwhile: an event follows
+		if errors.Is(err, fs.ErrNotExist) {
+			w.vanished = true // vanished meanwhile: an event follows
+		} else {
 			w.problem(rel, err)
 		}
 		return
@@ -231,6 +293,8 @@ func (w *walk) visit(rel, p string) {
 			if errors.Is(err, fs.ErrNotExist) {
 				if _, lerr := os.Lstat(p); lerr == nil {
 					w.problem(rel, fmt.Errorf("%w: %w", errDanglingLink, err))
+				} else {
+					w.vanished = true
 				}
 				return
 			}
@@ -239,7 +303,9 @@ func (w *walk) visit(rel, p string) {
 		}
 		info, err = os.Stat(resolved)
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) {
+				w.vanished = true
+			} else {
 				w.problem(rel, err)
 			}
 			return
@@ -279,6 +345,7 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			w.vanished = true
 			return
 		}
 		w.problem(rel, err)
@@ -298,11 +365,13 @@ func (w *walk) problem(rel string, err error) {
 }
 
 // sum reads the files of the walk in the order of their visible paths and
-// returns the hash.
-func (h hasher) sum(w *walk) [32]byte {
+// returns the hash, the hash of the records read from inside dataDir (if
+// not ""), and what was seen of the files that could not be read.
+func (h hasher) sum(w *walk, dataDir string) (sum, versionSum [32]byte, unreadable map[string]fileMeta) {
 	slices.SortFunc(w.records, func(a, b record) int { return strings.Compare(a.rel, b.rel) })
 
 	total := sha256.New()
+	version := sha256.New()
 	file := sha256.New()
 	buf := make([]byte, 32<<10)
 	var num [8]byte
@@ -314,7 +383,22 @@ func (h hasher) sum(w *walk) [32]byte {
 			size, err = h.digest(file, r.ref, buf)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular):
-				continue // vanished or replaced meanwhile: an event follows
+				w.vanished = true // vanished or replaced meanwhile: an event follows
+				continue
+			case errors.Is(err, fs.ErrPermission):
+				meta, serr := metaOf(r.ref)
+				if serr != nil {
+					w.vanished = true
+					continue
+				}
+				w.problem(r.rel, err)
+				if unreadable == nil {
+					unreadable = make(map[string]fileMeta)
+				}
+				unreadable[r.rel] = meta
+				kind = kindMeta
+				size = meta.size
+				digest = meta.bytes()
 			case err != nil:
 				w.problem(r.rel, err)
 				kind = kindUnreadable
@@ -325,17 +409,23 @@ func (h hasher) sum(w *walk) [32]byte {
 			size = int64(len(r.ref))
 			digest = []byte(r.ref)
 		}
-		total.Write([]byte(r.rel))
-		total.Write([]byte{0, kind})
-		if kind != kindUnreadable {
-			binary.BigEndian.PutUint64(num[:], uint64(size))
-			total.Write(num[:])
-			total.Write(digest)
+		outs := []hash.Hash{total}
+		if dataDir != "" && strings.HasPrefix(r.ref, dataDir+string(filepath.Separator)) {
+			outs = append(outs, version)
+		}
+		for _, out := range outs {
+			out.Write([]byte(r.rel))
+			out.Write([]byte{0, kind})
+			if kind != kindUnreadable {
+				binary.BigEndian.PutUint64(num[:], uint64(size))
+				out.Write(num[:])
+				out.Write(digest)
+			}
 		}
 	}
-	var sum [32]byte
 	total.Sum(sum[:0])
-	return sum
+	version.Sum(versionSum[:0])
+	return sum, versionSum, unreadable
 }
 
 var errNotRegular = errors.New("not a regular file")

@@ -160,23 +160,6 @@ func TestHashDirEqual(t *testing.T) {
 				}
 			},
 		},
-		{
-			name: "kubelet volume between the swap and the visible links",
-			a: func(t *testing.T, dir string) {
-				writeTree(t, dir, map[string]string{"new.txt": "new", "conf.d/default.conf": "listen 80;\n"})
-			},
-			b: func(t *testing.T, dir string) {
-				writeVolume(t, dir, map[string]string{"old.txt": "old", "conf.d/default.conf": "listen 80;\n"})
-				// Steps 4 to 8 of the kubelet's update by hand: new version,
-				// ..data swapped, but old.txt's link not yet removed and
-				// new.txt's link not yet created.
-				writeTree(t, dir, map[string]string{"..v2/new.txt": "new", "..v2/conf.d/default.conf": "listen 80;\n"})
-				symlink(t, "..v2", filepath.Join(dir, "..data_tmp"))
-				if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
-					t.Fatal(err)
-				}
-			},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -459,5 +442,156 @@ func BenchmarkHashDir(b *testing.B) {
 		if _, err := HashDir(dir); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestHashDirStates checks how a hash classifies a volume: whole, half-way
+// through a kubelet update (partial), or broken; and that the hash is
+// always that of what the visible names show.
+func TestHashDirStates(t *testing.T) {
+	// swap makes ..v2 (holding files) the version ..data names, as steps
+	// 4 to 8 of the kubelet's update do, without touching visible links.
+	swap := func(t *testing.T, dir string, files map[string]string) {
+		t.Helper()
+		for k, v := range files {
+			writeTree(t, dir, map[string]string{"..v2/" + k: v})
+		}
+		symlink(t, "..v2", filepath.Join(dir, "..data_tmp"))
+		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		setup    func(t *testing.T, dir string)
+		visible  map[string]string // what an app sees
+		partial  string            // substring of the reason; "" for none
+		broken   string
+		problems int // dangling links that are not the kubelet's
+	}{
+		{
+			name:    "kubelet volume",
+			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, baseFiles) },
+			visible: baseFiles,
+		},
+		{
+			name:    "plain directory",
+			setup:   func(t *testing.T, dir string) { writeTree(t, dir, baseFiles) },
+			visible: baseFiles,
+		},
+		{
+			name: "empty plain directory",
+			setup: func(t *testing.T, dir string) {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "new key not linked yet",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, map[string]string{"a": "1"})
+				swap(t, dir, map[string]string{"a": "2", "b": "2"})
+			},
+			visible: map[string]string{"a": "2"},
+			partial: "item b has no visible link yet",
+		},
+		{
+			name: "vanished key not unlinked yet",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, map[string]string{"a": "1", "b": "1"})
+				swap(t, dir, map[string]string{"a": "2"})
+			},
+			visible: map[string]string{"a": "2"},
+			partial: "visible link b names a vanished item",
+		},
+		{
+			name: "swap under way",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, map[string]string{"a": "1"})
+				writeTree(t, dir, map[string]string{"..v2/a": "2"})
+				symlink(t, "..v2", filepath.Join(dir, "..data_tmp"))
+			},
+			visible: map[string]string{"a": "1"},
+			partial: "..data_tmp exists",
+		},
+		{
+			name: "dangling ..data",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, baseFiles)
+				if err := os.Remove(filepath.Join(dir, "..data")); err != nil {
+					t.Fatal(err)
+				}
+				symlink(t, "..gone", filepath.Join(dir, "..data"))
+			},
+			broken: "..data names no directory",
+		},
+		{
+			name: "..data names a file",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, map[string]string{"a": "1"})
+				writeTree(t, dir, map[string]string{"..file": "x"})
+				if err := os.Remove(filepath.Join(dir, "..data")); err != nil {
+					t.Fatal(err)
+				}
+				symlink(t, "..file", filepath.Join(dir, "..data"))
+			},
+			broken: "..data names no directory",
+		},
+		{
+			name: "every visible entry dangles",
+			setup: func(t *testing.T, dir string) {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				symlink(t, "nowhere", filepath.Join(dir, "a"))
+				symlink(t, "../nowhere", filepath.Join(dir, "b"))
+			},
+			broken:   "every visible entry dangles",
+			problems: 2,
+		},
+		{
+			name: "one dangling link beside files is only a problem",
+			setup: func(t *testing.T, dir string) {
+				writeTree(t, dir, baseFiles)
+				symlink(t, "nowhere", filepath.Join(dir, "a"))
+			},
+			visible:  baseFiles,
+			problems: 1,
+		},
+		{
+			name: "..data deleted, links left",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, map[string]string{"a": "1"})
+				writeTree(t, dir, map[string]string{"plain": "p"})
+				if err := os.Remove(filepath.Join(dir, "..data")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			visible: map[string]string{"plain": "p"},
+			partial: "visible link a names a vanished item",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "vol")
+			tt.setup(t, dir)
+			res, err := hasher{open: openRegular}.hash(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := plainHash(t, tt.visible); res.sum != want {
+				t.Errorf("hash = %x, want that of %v", res.sum[:6], tt.visible)
+			}
+			if (res.partial == "") != (tt.partial == "") || !strings.Contains(res.partial, tt.partial) {
+				t.Errorf("partial = %q, want %q", res.partial, tt.partial)
+			}
+			if (res.broken == "") != (tt.broken == "") || !strings.Contains(res.broken, tt.broken) {
+				t.Errorf("broken = %q, want %q", res.broken, tt.broken)
+			}
+			if len(res.problems) != tt.problems {
+				t.Errorf("problems = %v, want %d: the kubelet's own links are not problems", res.problems, tt.problems)
+			}
+		})
 	}
 }

@@ -1,20 +1,68 @@
 // Package watcher watches directories, such as Kubernetes ConfigMap and
-// Secret volumes, and reports when their content changes.
+// Secret volumes, and reports when the content an app reads from them
+// changes.
 //
 // It watches directories, never single files, with inotify (fsnotify), and
-// decides by content: an event only marks a volume dirty, and one goroutine
-// re-hashes dirty volumes (see HashDir) and sends a Change when a hash
-// differs from the last one seen. Attribute-only events, reads, and a
-// kubelet swap to identical content therefore change nothing, and no event
-// is ever filtered by its op name. Where inotify cannot be used the watcher
-// polls. A volume that does not exist yet is waited for, and one that is
-// deleted is waited for again.
+// decides by content: an event only marks a volume dirty, the volume is
+// re-hashed (see HashDir: what the app sees through the volume's visible
+// names) and a Change is sent when the hash differs from the last one
+// reported. Attribute-only events, reads, and a kubelet swap to identical
+// content therefore change nothing, and no event is ever filtered by its op
+// name. Every volume is hashed by a goroutine of its own, so a small volume's
+// change never waits behind a large volume's hash; the Changes of one volume
+// are sent in order.
+//
+// # What is never reported
+//
+// A Change is sent only for a state an app can read in full. These states
+// are never reported; the volume is waited for instead:
+//
+//   - Missing: the root does not exist, is not a directory or cannot be
+//     read. Logged once; the nearest existing parent is watched and the
+//     root polled.
+//   - Broken: ..data is a symlink that names no directory (dangling), or
+//     every visible entry of the root is a dangling symlink. Logged once at
+//     warning level; such a state is never reported, however long it lasts.
+//   - Half-way through an update: the root looks like a kubelet volume that
+//     the kubelet is still writing. ..data_tmp exists (a swap is under way);
+//     an item of the version directory that ..data names has no visible entry
+//     yet (the kubelet renames ..data before it links new keys); a visible
+//     symlink into ..data names an item that no longer exists (a vanished
+//     key not yet unlinked, or an rm -rf half-way); or the content of the
+//     version directory changed while ..data still names it (the kubelet
+//     never writes into a published version: an rm -rf or a hand edit is at
+//     work). The kubelet's next step makes an event, and the volume is
+//     re-hashed then. A state that lasts longer than the settle bound (2s)
+//     is not the kubelet at work but a hand-made directory: it is reported
+//     with a warning.
+//
+// When a volume comes back from any of these states with the content last
+// reported, nothing is sent. A plain directory (no ..data) whose files are
+// removed, even all of them, is a real change and is reported: only a
+// visible symlink that dangles, or a kubelet layout out of step, marks a
+// state as incomplete.
+//
+// # Unreadable files
+//
+// A file that cannot be read (a Secret item with mode 0400 and hotreload
+// running as another UID) is hashed by its size, modification time, inode
+// and device, so that its rotation or rewrite is still reported; each such
+// change is logged at warning level with the pod settings that make the file
+// readable.
+//
+// # inotify
 //
 // inotify watches sit on real directories: the volume's root, every
 // directory the last hash walked (the kubelet's current version directory,
 // subdirectories, directories reached through symlinks) and the directories
-// of files reached through symlinks. A --volume-dir that is itself a symlink
-// re-pointed elsewhere is seen only by the resync.
+// of files reached through symlinks. The watch on a version directory is
+// dropped as soon as the swap of ..data is seen, before the kubelet deletes
+// it. A --volume-dir that is itself a symlink re-pointed elsewhere is seen
+// only by the resync. When inotify instances or watches run out, one line
+// names the sysctl to raise and the affected volumes are polled; every poll
+// interval the watcher tries inotify again and logs when it is back. A
+// volume that does not exist yet is waited for, and one that is deleted is
+// waited for again. The poll ticker runs only while some volume needs it.
 package watcher
 
 import (
@@ -24,6 +72,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -39,10 +89,18 @@ import (
 // DefaultPollInterval is the poll period used when Options.PollInterval is 0.
 const DefaultPollInterval = 5 * time.Second
 
+// settleTimeout bounds how long a volume that looks half-way through a
+// kubelet update is waited for before what it shows is reported anyway.
+// The kubelet's steps follow each other within milliseconds.
+const settleTimeout = 2 * time.Second
+
 // maxRehashes bounds how often one refresh re-hashes a volume because its
 // watch set grew (a new directory may have been filled before its watch
 // existed).
 const maxRehashes = 3
+
+// unreadableHint says how to make an unreadable file readable.
+const unreadableHint = "set the pod's fsGroup, run hotreload as the file owner's runAsUser, or give the volume a defaultMode that lets group/others read"
 
 // Options configures a Watcher.
 type Options struct {
@@ -69,6 +127,7 @@ type Watcher struct {
 	resync  time.Duration
 	pollInt time.Duration
 	poll    bool
+	settle  time.Duration
 	changes chan Change
 	ready   atomic.Bool
 	running atomic.Bool
@@ -83,31 +142,48 @@ type Watcher struct {
 	errorsTotal  prometheus.Counter
 	watchedDirs  prometheus.Gauge
 
-	// Owned by Run's goroutine.
-	fsw  *fsnotify.Watcher // nil when inotify is not used at all
+	// Set by Run before any goroutine starts; read-only afterwards.
 	vols []*volume
 
-	// kick wakes Run's goroutine when a volume became dirty.
-	kick chan struct{}
+	// wake tells Run's goroutine that a volume's need of the poll ticker
+	// may have changed, or that the watch limit was hit.
+	wake chan struct{}
+	// ticking reports whether the poll ticker runs (for tests).
+	ticking atomic.Bool
 
-	mu     sync.Mutex
-	queue  []int                   // dirty volumes, in the order they became dirty
-	queued []bool                  // whether a volume is in queue
-	index  map[string]map[int]bool // inotify watch path -> volumes that hold it
+	mu          sync.Mutex
+	fsw         *fsnotify.Watcher       // nil while inotify is not used
+	index       map[string]map[int]bool // inotify watch path -> volumes that hold it
+	limitErr    error                   // the first "watch limit reached" error
+	limitLogged bool
 }
 
-// volume is the state of one watched directory, owned by Run's goroutine.
+// volume is the state of one watched directory. The fields above the line
+// are shared; the rest is owned by the volume's goroutine.
 type volume struct {
-	idx     int
-	dir     string // as given
-	path    string // cleaned
-	present bool   // exists, was hashed, and is watched (inotify or polling)
-	polling bool   // watched by polling instead of inotify
-	hash    [32]byte
-	watches map[string]fileID // inotify watches this volume holds
-	logged  map[string]bool   // problems already logged, by kind and path
-	waiting bool              // the "waiting for it" line was logged
-	rootErr string            // the last root error logged
+	idx  int
+	dir  string // as given
+	path string // cleaned
+
+	kick      chan struct{} // holds a value while the volume is dirty
+	pending   atomic.Int32  // marks not yet processed
+	needPoll  atomic.Bool   // polled, missing or incomplete: the poll ticker must run
+	watchNeed atomic.Int64  // directories the last hash wanted watched
+
+	present      bool // exists, was hashed, and is watched (inotify or polling)
+	polling      bool // watched by polling instead of inotify
+	retryAt      time.Time
+	hash         [32]byte
+	version      string   // ..data's target when hash was taken
+	versionSum   [32]byte // see hashResult
+	unreadable   map[string]fileMeta
+	watches      map[string]fileID // inotify watches this volume holds
+	logged       map[string]bool   // problems already logged, by kind and path
+	waiting      bool              // the "waiting for it" line was logged
+	rootErr      string            // the last root error logged
+	broken       string            // the broken state last logged
+	partialSince time.Time         // when the volume was first seen half-way through an update
+	settleTimer  *time.Timer
 }
 
 // New returns a Watcher for opts. It fails, with one line naming the flag,
@@ -157,11 +233,12 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		resync:   opts.ResyncInterval,
 		pollInt:  poll,
 		poll:     opts.Poll,
+		settle:   settleTimeout,
 		changes:  make(chan Change, len(dirs)),
 		hasher:   hasher{open: openRegular},
 		newWatch: fsnotify.NewWatcher,
 		addWatch: func(fsw *fsnotify.Watcher, path string) error { return fsw.Add(path) },
-		kick:     make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
 		index:    make(map[string]map[int]bool),
 		changesTotal: f.NewCounter(prometheus.CounterOpts{
 			Name: "hotreload_changes_total",
@@ -173,7 +250,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		}),
 		errorsTotal: f.NewCounter(prometheus.CounterOpts{
 			Name: "hotreload_watch_errors_total",
-			Help: "Watch errors: unreadable entries, symlink loops, dangling links, event queue overflows, inotify failures.",
+			Help: "Watch errors: unreadable entries, symlink loops, dangling links, broken volumes, event queue overflows, inotify failures.",
 		}),
 		watchedDirs: f.NewGauge(prometheus.GaugeOpts{
 			Name: "hotreload_watched_dirs",
@@ -184,7 +261,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 }
 
 // Changes returns the channel on which Run sends one Change each time a
-// directory's content hash differs from the last one seen. It is never
+// directory's content hash differs from the last one reported. It is never
 // closed; stop reading when Run's context is done.
 func (w *Watcher) Changes() <-chan Change { return w.changes }
 
@@ -201,88 +278,183 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return errors.New("run watcher: already running")
 	}
 
-	if !w.poll {
-		fsw, err := w.newWatch()
-		if err != nil {
-			w.errorsTotal.Inc()
-			level.Warn(w.logger).Log("msg", fmt.Sprintf("inotify unavailable, polling every %s", w.pollInt), "err", err)
-		} else {
-			w.fsw = fsw
-		}
-	}
-	var wg sync.WaitGroup
-	if w.fsw != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.readEvents(w.fsw)
-		}()
-	}
+	var readers sync.WaitGroup
 	defer func() {
-		if w.fsw != nil {
-			w.fsw.Close()
+		w.mu.Lock()
+		fsw := w.fsw
+		w.mu.Unlock()
+		if fsw != nil {
+			fsw.Close()
 		}
-		wg.Wait()
+		readers.Wait()
 		w.watchedDirs.Set(0)
 	}()
+	if !w.poll {
+		w.startInotify(&readers, true)
+	}
 
-	w.mu.Lock()
-	w.queued = make([]bool, len(w.dirs))
-	w.mu.Unlock()
 	for i, d := range w.dirs {
 		v := &volume{
 			idx:     i,
 			dir:     d,
 			path:    filepath.Clean(d),
-			polling: w.fsw == nil,
+			kick:    make(chan struct{}, 1),
+			polling: w.inotify() == nil,
 			hash:    emptyHash,
 			watches: make(map[string]fileID),
 			logged:  make(map[string]bool),
 		}
 		w.vols = append(w.vols, v)
-		if v.polling && w.poll {
+		if w.poll {
 			level.Info(w.logger).Log("msg", fmt.Sprintf("polling every %s", w.pollInt), "dir", d)
 		}
 	}
+
+	vctx, stop := context.WithCancel(ctx)
+	var vols, initial sync.WaitGroup
+	defer func() {
+		stop()
+		vols.Wait() // before the inotify watcher is closed
+	}()
+	initial.Add(len(w.vols))
 	for _, v := range w.vols {
-		w.refresh(ctx, v, true)
+		vols.Add(1)
+		go func() {
+			defer vols.Done()
+			w.runVolume(vctx, v, initial.Done)
+		}()
+	}
+	initial.Wait()
+	if ctx.Err() != nil {
+		return nil
 	}
 	w.ready.Store(true)
 	level.Debug(w.logger).Log("msg", "watcher ready", "dirs", len(w.vols))
 
-	pollTicker := time.NewTicker(w.pollInt)
-	defer pollTicker.Stop()
 	var resync <-chan time.Time
 	if w.resync > 0 {
 		t := time.NewTicker(w.resync)
 		defer t.Stop()
 		resync = t.C
 	}
-
-	for {
-		if i, ok := w.next(); ok {
-			w.refresh(ctx, w.vols[i], false)
-			if ctx.Err() != nil {
-				return nil
-			}
-			continue
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
 		}
+	}()
+	for {
+		w.logLimit()
+		need := !w.poll && w.inotify() == nil // retry inotify
+		for _, v := range w.vols {
+			need = need || v.needPoll.Load()
+		}
+		switch {
+		case need && ticker == nil:
+			ticker = time.NewTicker(w.pollInt)
+		case !need && ticker != nil:
+			ticker.Stop()
+			ticker = nil
+		}
+		w.ticking.Store(ticker != nil)
+		var tick <-chan time.Time
+		if ticker != nil {
+			tick = ticker.C
+		}
+
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-w.kick:
+		case <-w.wake:
 		case <-resync:
 			for _, v := range w.vols {
-				w.mark(v.idx)
+				w.mark(v)
 			}
-		case <-pollTicker.C:
+		case <-tick:
+			if !w.poll && w.inotify() == nil && w.startInotify(&readers, false) {
+				for _, v := range w.vols {
+					w.mark(v) // each adds its watches
+				}
+				continue
+			}
 			for _, v := range w.vols {
-				if v.polling || !v.present {
-					w.mark(v.idx)
+				if v.needPoll.Load() {
+					w.mark(v)
 				}
 			}
 		}
 	}
+}
+
+// runVolume hashes v once without reporting, calls initialDone, then
+// re-hashes v each time it is marked dirty, until ctx is done.
+func (w *Watcher) runVolume(ctx context.Context, v *volume, initialDone func()) {
+	w.refresh(ctx, v, true)
+	initialDone()
+	defer v.stopSettle()
+	for {
+		var settled <-chan time.Time
+		if v.settleTimer != nil {
+			settled = v.settleTimer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.kick:
+			w.refresh(ctx, v, false)
+			v.pending.Add(-1)
+		case <-settled:
+			v.settleTimer = nil
+			w.refresh(ctx, v, false)
+		}
+	}
+}
+
+// inotify returns the inotify watcher, or nil if inotify is not used.
+func (w *Watcher) inotify() *fsnotify.Watcher {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fsw
+}
+
+// startInotify creates the inotify watcher and starts reading its events.
+// It reports whether it succeeded. A failure is logged at the first attempt
+// only; a later success is logged.
+func (w *Watcher) startInotify(readers *sync.WaitGroup, first bool) bool {
+	fsw, err := w.newWatch()
+	if err != nil {
+		if first {
+			w.errorsTotal.Inc()
+			msg := fmt.Sprintf("inotify unavailable, polling every %s and trying inotify again as often", w.pollInt)
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				msg = fmt.Sprintf("inotify instances exhausted, raise the sysctl fs.inotify.max_user_instances (now %s; each hotreload needs 1); polling every %s and trying inotify again as often",
+					sysctl("fs/inotify/max_user_instances"), w.pollInt)
+			}
+			level.Warn(w.logger).Log("msg", msg, "err", err)
+		}
+		return false
+	}
+	w.mu.Lock()
+	w.fsw = fsw
+	w.mu.Unlock()
+	if !first {
+		level.Info(w.logger).Log("msg", "inotify available again, watching with inotify instead of polling")
+	}
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		w.readEvents(fsw)
+	}()
+	return true
+}
+
+// sysctl reads a value under /proc/sys, or "unknown".
+func sysctl(name string) string {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // readEvents turns inotify events into dirty volumes until fsw is closed.
@@ -294,6 +466,12 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 				return
 			}
 			w.eventsTotal.Inc()
+			if filepath.Base(ev.Name) == dataLink {
+				w.dropOldVersions(fsw, filepath.Dir(ev.Name))
+			}
+			if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
+				w.markGone(ev.Name)
+			}
 			w.markPath(ev.Name)
 		case err, ok := <-fsw.Errors:
 			if !ok {
@@ -304,72 +482,117 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 	}
 }
 
+// dropOldVersions removes, at once, the watches on the version directories
+// of the volume root that ..data no longer names: the kubelet is about to
+// delete them, and a watch there would report every file it deletes. The
+// volume's goroutine forgets them at its next refresh.
+func (w *Watcher) dropOldVersions(fsw *fsnotify.Watcher, root string) {
+	target, err := os.Readlink(filepath.Join(root, dataLink))
+	if err != nil {
+		return
+	}
+	current := filepath.Join(root, target)
+	prefix := root + string(filepath.Separator) + ".."
+	var drop []string
+	w.mu.Lock()
+	if w.index[root] != nil {
+		for p := range w.index {
+			if !strings.HasPrefix(p, prefix) || p == current || strings.HasPrefix(p, current+string(filepath.Separator)) {
+				continue
+			}
+			delete(w.index, p)
+			drop = append(drop, p)
+		}
+	}
+	w.mu.Unlock()
+	for _, p := range drop {
+		_ = fsw.Remove(p)
+	}
+}
+
 // watchError handles an error reported by inotify. A queue overflow means
 // events were lost: every volume is re-hashed.
 func (w *Watcher) watchError(err error) {
 	w.errorsTotal.Inc()
 	if errors.Is(err, fsnotify.ErrEventOverflow) {
 		level.Warn(w.logger).Log("msg", "inotify event queue overflowed, re-hashing every volume", "err", err)
-		for i := range w.dirs {
-			w.mark(i)
+		for _, v := range w.vols {
+			w.mark(v)
 		}
 		return
 	}
 	level.Warn(w.logger).Log("msg", "inotify error, continuing", "err", err)
 }
 
+// markGone handles the move or deletion of a watched directory itself:
+// fsnotify drops its watch then. The volumes that held it forget it and are
+// marked dirty, so that they add it again if it is still wanted.
+func (w *Watcher) markGone(name string) {
+	w.mu.Lock()
+	holders := w.index[name]
+	delete(w.index, name)
+	w.mu.Unlock()
+	for i := range holders {
+		w.mark(w.vols[i])
+	}
+}
+
+// holds reports whether the volume idx still holds the inotify watch p.
+func (w *Watcher) holds(p string, idx int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.index[p][idx]
+}
+
 // markPath marks dirty every volume that watches name or its parent.
 func (w *Watcher) markPath(name string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	var dirty []int
 	for _, p := range []string{name, filepath.Dir(name)} {
 		for i := range w.index[p] {
-			w.markLocked(i)
+			dirty = append(dirty, i)
 		}
 	}
-}
-
-func (w *Watcher) mark(i int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.markLocked(i)
-}
-
-func (w *Watcher) markLocked(i int) {
-	if i >= len(w.queued) || w.queued[i] {
-		return
+	w.mu.Unlock()
+	for _, i := range dirty {
+		w.mark(w.vols[i])
 	}
-	w.queued[i] = true
-	w.queue = append(w.queue, i)
+}
+
+// mark makes v dirty: its goroutine re-hashes it (once more, if it is
+// hashing it now).
+func (w *Watcher) mark(v *volume) {
+	v.pending.Add(1)
 	select {
-	case w.kick <- struct{}{}:
+	case v.kick <- struct{}{}:
 	default:
+		v.pending.Add(-1) // already dirty
 	}
 }
 
-// next pops the volume that became dirty first.
-func (w *Watcher) next() (int, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.queue) == 0 {
-		return 0, false
+// idle reports whether no volume is dirty or being re-hashed because it
+// was dirty. Tests use it as a sync point.
+func (w *Watcher) idle() bool {
+	for _, v := range w.vols {
+		if v.pending.Load() != 0 {
+			return false
+		}
 	}
-	i := w.queue[0]
-	w.queue = w.queue[1:]
-	w.queued[i] = false
-	return i, true
+	return true
 }
 
-// refresh re-hashes v, updates its watches and sends a Change if its hash
-// differs from the last one known. On the initial refresh of a directory
-// that exists at start, the first hash is only recorded.
+// refresh re-hashes v, updates its watches and sends a Change if what the
+// app sees differs from what was last reported. On the initial refresh of a
+// directory that exists at start, the hash is only recorded.
 func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
-	for attempt := 1; attempt <= maxRehashes; attempt++ {
+	defer w.updateNeedPoll(v)
+	for attempt := 1; ; attempt++ {
 		res, err := w.hasher.hash(v.path)
 		if err != nil {
 			w.lost(v, err, initial)
 			return
 		}
+		v.watchNeed.Store(int64(len(res.dirs)))
 		if !v.present {
 			v.present = true
 			v.rootErr = ""
@@ -380,17 +603,91 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 			}
 		}
 		w.report(v, res.problems)
-		grew := w.updateWatches(v, res.dirs)
-
-		if res.sum != v.hash {
-			v.hash = res.sum
-			if !initial || attempt > 1 {
-				w.send(ctx, Change{Dir: v.dir, Hash: res.sum, Time: time.Now()})
-			}
+		// A broken volume keeps the watches it had: where it was whole is
+		// where its repair shows.
+		if w.updateWatches(v, res.dirs, res.broken != "") && attempt < maxRehashes {
+			continue // a new directory may have been filled before its watch existed
 		}
-		if !grew {
+		w.judge(ctx, v, res, initial)
+		return
+	}
+}
+
+// judge decides whether the hash res of v is reported: see "What is never
+// reported" in the package documentation.
+func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial bool) {
+	if res.broken != "" {
+		v.stopSettle()
+		if v.broken == "" { // once until the volume is reported whole again
+			v.broken = res.broken
+			w.errorsTotal.Inc()
+			level.Warn(w.logger).Log("msg", "volume is broken, not reporting it until it is whole again", "dir", v.dir, "reason", res.broken)
+		}
+		return
+	}
+	partial := res.partial
+	switch {
+	case partial != "" || initial || res.sum == v.hash:
+	case len(v.kick) > 0:
+		// Marked dirty again while it was hashed: what was hashed is
+		// already stale, and the next hash follows at once.
+		partial = "changed again while it was hashed"
+	case res.version != "" && res.version == v.version && res.versionSum != v.versionSum:
+		partial = "the version directory that ..data names changed in place (the kubelet never does that)"
+	case res.version == "" && v.version != "":
+		partial = "..data vanished (the volume is being deleted or written for the first time)"
+	case res.version != "" && res.sum == emptyHash:
+		partial = "the kubelet volume shows no item (an rm -rf half-way, or an emptied ConfigMap)"
+	}
+	if partial != "" && !initial {
+		now := time.Now()
+		if v.partialSince.IsZero() {
+			v.partialSince = now
+			v.settleTimer = time.NewTimer(w.settle)
+			level.Debug(w.logger).Log("msg", "volume is half-way through an update, waiting for the next step", "dir", v.dir, "reason", partial)
+		}
+		if now.Sub(v.partialSince) < w.settle {
 			return
 		}
+		w.errorsTotal.Inc()
+		level.Warn(w.logger).Log("msg", fmt.Sprintf("volume still looks half-way through an update after %s, reporting what its visible names show", w.settle), "dir", v.dir, "reason", partial)
+	}
+	v.stopSettle()
+	if v.broken != "" {
+		v.broken = ""
+		level.Info(w.logger).Log("msg", "volume complete again", "dir", v.dir)
+	}
+
+	w.reportUnreadable(v, res.unreadable, initial)
+	changed := res.sum != v.hash
+	v.hash, v.version, v.versionSum = res.sum, res.version, res.versionSum
+	if changed && !initial {
+		w.send(ctx, Change{Dir: v.dir, Hash: res.sum, Time: time.Now()})
+	}
+}
+
+// stopSettle forgets that v was seen half-way through an update.
+func (v *volume) stopSettle() {
+	v.partialSince = time.Time{}
+	if v.settleTimer != nil {
+		v.settleTimer.Stop()
+		v.settleTimer = nil
+	}
+}
+
+// updateNeedPoll records whether v needs the poll ticker, and wakes Run's
+// goroutine if that changed.
+func (w *Watcher) updateNeedPoll(v *volume) {
+	need := v.polling || !v.present || v.broken != "" || !v.partialSince.IsZero()
+	if v.needPoll.Swap(need) != need {
+		w.poke()
+	}
+}
+
+func (w *Watcher) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -405,9 +702,10 @@ func (w *Watcher) send(ctx context.Context, c Change) {
 
 // lost handles a volume whose root cannot be hashed: it no longer exists,
 // is not a directory, or cannot be read. The volume is waited for (polled,
-// and its nearest existing parent watched); its last known hash is kept, so
-// that a re-creation with identical content is not a change.
+// and its nearest existing parent watched); its last reported hash is
+// kept, so that a re-creation with identical content is not a change.
 func (w *Watcher) lost(v *volume, err error, initial bool) {
+	v.stopSettle()
 	if v.present {
 		v.present = false
 		w.watchedDirs.Dec()
@@ -440,23 +738,22 @@ func (w *Watcher) lost(v *volume, err error, initial bool) {
 
 	// Watch the nearest existing parent for a faster pickup than polling.
 	want := map[string]fileID{}
-	if w.fsw != nil && !v.polling {
-		for p := filepath.Dir(v.path); ; p = filepath.Dir(p) {
-			if real, err := filepath.EvalSymlinks(p); err == nil {
-				if info, err := os.Stat(real); err == nil && info.IsDir() {
-					want[real] = idOf(real, info)
-					break
-				}
-			}
-			if p == filepath.Dir(p) {
+	for p := filepath.Dir(v.path); ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			if info, err := os.Stat(real); err == nil && info.IsDir() {
+				want[real] = idOf(real, info)
 				break
 			}
 		}
+		if p == filepath.Dir(p) {
+			break
+		}
 	}
-	if w.updateWatches(v, want) && len(want) > 0 {
+	v.watchNeed.Store(int64(len(want)))
+	if w.updateWatches(v, want, false) && len(want) > 0 {
 		// The directory may have appeared before the parent's watch
 		// existed: look again.
-		w.mark(v.idx)
+		w.mark(v)
 	}
 }
 
@@ -472,9 +769,28 @@ func (w *Watcher) report(v *volume, problems []problem) {
 			continue
 		}
 		w.errorsTotal.Inc()
+		if errors.Is(p.err, fs.ErrPermission) {
+			level.Warn(w.logger).Log("msg", "cannot read file, watching its size, modification time and inode instead of its content; to fix, "+unreadableHint, "dir", v.dir, "path", p.path, "err", p.err)
+			continue
+		}
 		level.Warn(w.logger).Log("msg", "cannot hash entry, leaving its content out", "dir", v.dir, "path", p.path, "err", p.err)
 	}
 	v.logged = now
+}
+
+// reportUnreadable logs, at warning level, every unreadable file whose size,
+// modification time or inode changed since the last reported hash, and
+// records what is seen now.
+func (w *Watcher) reportUnreadable(v *volume, now map[string]fileMeta, initial bool) {
+	if !initial {
+		for rel, m := range now {
+			if before, ok := v.unreadable[rel]; ok && before != m {
+				level.Warn(w.logger).Log("msg", "unreadable file changed, reloading on its size, modification time or inode alone; to have its content compared, "+unreadableHint,
+					"dir", v.dir, "path", rel, "change", before.diff(m))
+			}
+		}
+	}
+	v.unreadable = now
 }
 
 func problemKind(err error) string {
@@ -490,23 +806,29 @@ func problemKind(err error) string {
 	}
 }
 
-// updateWatches makes v hold inotify watches on exactly the paths of want,
-// and reports whether a watch was added. If a watch cannot be added for a
+// updateWatches makes v hold inotify watches on exactly the paths of want
+// (with keep, on those too that it holds already), and reports whether a
+// watch was added. If a watch cannot be added for a
 // reason other than the directory having vanished meanwhile (the watch
 // limit is reached, the filesystem does not support inotify), v falls back
-// to polling.
-func (w *Watcher) updateWatches(v *volume, want map[string]fileID) (added bool) {
-	if w.fsw == nil {
+// to polling; a polled volume tries inotify again once per poll interval.
+func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (added bool) {
+	fsw := w.inotify()
+	if fsw == nil {
 		return false
 	}
-	if v.polling {
-		want = nil
+	retry := v.polling
+	if retry {
+		if time.Now().Before(v.retryAt) {
+			return false
+		}
+		v.retryAt = time.Now().Add(w.pollInt)
 	}
 	for p, id := range want {
-		if have, ok := v.watches[p]; ok && have == id {
+		if have, ok := v.watches[p]; ok && have == id && w.holds(p, v.idx) {
 			continue
 		}
-		if err := w.addWatch(w.fsw, p); err != nil {
+		if err := w.addWatch(fsw, p); err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				added = true // vanished since the walk: look again
 				continue
@@ -524,15 +846,20 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID) (added bool) 
 		added = true
 	}
 	for p := range v.watches {
-		if _, ok := want[p]; !ok {
-			w.unwatch(v, p)
+		if _, ok := want[p]; !ok && !keep {
+			w.unwatch(fsw, v, p)
 		}
+	}
+	if retry {
+		v.polling = false
+		level.Info(w.logger).Log("msg", "watching with inotify again instead of polling", "dir", v.dir, "watches", len(v.watches))
+		return true // look again: changes may have come between the poll and the watches
 	}
 	return added
 }
 
 // unwatch drops v's watch on p, and the inotify watch if no volume holds it.
-func (w *Watcher) unwatch(v *volume, p string) {
+func (w *Watcher) unwatch(fsw *fsnotify.Watcher, v *volume, p string) {
 	delete(v.watches, p)
 	w.mu.Lock()
 	holders := w.index[p]
@@ -543,18 +870,56 @@ func (w *Watcher) unwatch(v *volume, p string) {
 	}
 	w.mu.Unlock()
 	if last {
-		// inotify drops the watch of a deleted directory by itself; then
-		// Remove reports that it has none, which is fine.
-		_ = w.fsw.Remove(p)
+		// inotify drops the watch of a deleted directory by itself, and
+		// dropOldVersions may have removed it already; then Remove reports
+		// that there is none, which is fine.
+		_ = fsw.Remove(p)
 	}
 }
 
-// fallBack makes v polled instead of watched by inotify, for good.
+// fallBack makes v polled instead of watched by inotify, until a retry
+// succeeds. The first time the watch limit is hit, Run logs one line for
+// all volumes.
 func (w *Watcher) fallBack(v *volume, err error) {
-	v.polling = true
+	fsw := w.inotify()
 	for p := range v.watches {
-		w.unwatch(v, p)
+		w.unwatch(fsw, v, p)
 	}
+	if v.polling {
+		return // a retry that failed again
+	}
+	v.polling = true
+	v.retryAt = time.Now().Add(w.pollInt)
 	w.errorsTotal.Inc()
-	level.Warn(w.logger).Log("msg", fmt.Sprintf("inotify unavailable, polling every %s", w.pollInt), "dir", v.dir, "err", err)
+	if errors.Is(err, syscall.ENOSPC) {
+		w.mu.Lock()
+		if w.limitErr == nil {
+			w.limitErr = err
+		}
+		w.mu.Unlock()
+		w.poke()
+		level.Debug(w.logger).Log("msg", fmt.Sprintf("inotify watch limit reached, polling every %s", w.pollInt), "dir", v.dir, "err", err)
+		return
+	}
+	level.Warn(w.logger).Log("msg", fmt.Sprintf("inotify unavailable, polling every %s and trying inotify again as often", w.pollInt), "dir", v.dir, "err", err)
+}
+
+// logLimit logs, once, that the inotify watch limit was reached, with the
+// number of watches the volumes need.
+func (w *Watcher) logLimit() {
+	w.mu.Lock()
+	err := w.limitErr
+	if err == nil || w.limitLogged {
+		w.mu.Unlock()
+		return
+	}
+	w.limitLogged = true
+	w.mu.Unlock()
+	var need int64
+	for _, v := range w.vols {
+		need += v.watchNeed.Load()
+	}
+	level.Warn(w.logger).Log("msg", fmt.Sprintf("inotify watch limit reached: raise the sysctl fs.inotify.max_user_watches (now %s; hotreload needs %d watches for its volumes, on top of other processes of the same user); polling the affected volumes every %s and trying inotify again as often",
+		sysctl("fs/inotify/max_user_watches"), need, w.pollInt),
+		"needed", strconv.FormatInt(need, 10), "err", err)
 }

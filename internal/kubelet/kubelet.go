@@ -54,6 +54,12 @@ type File struct {
 type Volume struct {
 	Dir string // the volume's root, as mounted into the container
 
+	// AfterSwap, if set, is called by Write right after the rename of
+	// ..data (step 7) and before the visible links of new keys are created
+	// (step 8), with the Volume's lock held: a test can look at the volume
+	// while the app already sees the new ..data but not yet its new keys.
+	AfterSwap func()
+
 	mu sync.Mutex
 }
 
@@ -151,6 +157,9 @@ func (v *Volume) project(items map[string]File, oldDir string, vanished []string
 	}
 	if err := os.Rename(tmpLink, filepath.Join(v.Dir, dataDirName)); err != nil {
 		return fmt.Errorf("swap %s: %w", dataDirName, err)
+	}
+	if v.AfterSwap != nil {
+		v.AfterSwap()
 	}
 
 	for _, top := range topLevel(keys) {
