@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,18 +31,20 @@ var exampleApps = map[string]exampleApp{
 	},
 	"alertmanager": {
 		configMap: "alertmanager-config", key: "alertmanager.yml",
-		edit:      func(s string) string { return s + "  - name: e2e-added\n" },
-		url:       "http://127.0.0.1:9093/api/v2/status", marker: "e2e-added",
+		edit: func(s string) string { return s + "  - name: e2e-added\n" },
+		url:  "http://127.0.0.1:9093/api/v2/status", marker: "e2e-added",
 	},
 	"nginx": {
 		configMap: "nginx-config", key: "default.conf",
-		edit:      func(s string) string { return strings.Replace(s, "hello from config v1", "hello from config e2e-added", 1) },
-		url:       "http://127.0.0.1:8080/", marker: "e2e-added",
+		edit: func(s string) string {
+			return strings.Replace(s, "hello from config v1", "hello from config e2e-added", 1)
+		},
+		url: "http://127.0.0.1:8080/", marker: "e2e-added",
 	},
 	"generic": {
 		configMap: "my-app-config", key: "app.yaml",
-		edit:      func(s string) string { return strings.Replace(s, "greeting: hello", "greeting: e2e-added", 1) },
-		url:       "http://127.0.0.1:8080/config", marker: "e2e-added",
+		edit: func(s string) string { return strings.Replace(s, "greeting: hello", "greeting: e2e-added", 1) },
+		url:  "http://127.0.0.1:8080/config", marker: "e2e-added",
 	},
 }
 
@@ -129,7 +132,22 @@ func TestExamplesDryRun(t *testing.T) {
 // editConfigMap replaces one key of a ConfigMap by edit of its value.
 func editConfigMap(t *testing.T, ns, name, key string, edit func(string) string) {
 	t.Helper()
-	jsonKey := strings.ReplaceAll(key, ".", `\.`)
-	cur := mustKubectl(t, nil, "-n", ns, "get", "configmap", name, "-o", "jsonpath={.data."+jsonKey+"}")
-	patchConfigMap(t, ns, name, map[string]string{key: edit(cur)})
+	patchConfigMap(t, ns, name, map[string]string{key: edit(configMapValue(t, ns, name, key))})
+}
+
+// configMapValue returns one key of a ConfigMap, exactly (kubectl's
+// jsonpath output drops a trailing newline).
+func configMapValue(t *testing.T, ns, name, key string) string {
+	t.Helper()
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(mustKubectl(t, nil, "-n", ns, "get", "configmap", name, "-o", "json")), &cm); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := cm.Data[key]
+	if !ok {
+		t.Fatalf("configmap %s/%s has no key %q", ns, name, key)
+	}
+	return v
 }

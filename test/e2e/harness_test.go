@@ -237,7 +237,9 @@ func waitReady(t *testing.T, ns, name string) pod {
 	waitFor(t, podWait, func() bool {
 		p, err = getPod(ns, name)
 		return err == nil && p.ready()
-	}, func() string { return fmt.Sprintf("pod %s/%s is not Ready: %v, phase %q", ns, name, err, p.Status.Phase) })
+	}, func() string {
+		return fmt.Sprintf("pod %s/%s is not Ready: %v, phase %q", ns, name, err, p.Status.Phase)
+	})
 	return p
 }
 

@@ -100,6 +100,8 @@ image prometheus 65534:65534 '["/usr/bin/prometheus"]' "$stage/prometheus"
 
 mkdir -p "$stage/alertmanager/alertmanager" "$stage/alertmanager/etc/alertmanager"
 rootfs "$stage/alertmanager" /usr/bin/prometheus-alertmanager
+mkdir -p "$stage/alertmanager/usr/share/prometheus"
+cp -r /usr/share/prometheus/alertmanager "$stage/alertmanager/usr/share/prometheus/" # default.tmpl
 passwd "$stage/alertmanager"
 image alertmanager 65534:65534 '["/usr/bin/prometheus-alertmanager"]' "$stage/alertmanager"
 

@@ -1,0 +1,95 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestTiming prints how long a ConfigMap edit takes to reach the app, from
+// the patch to the app having loaded it: with the kubelet's default
+// syncFrequency (1m), waiting for its periodic sync; and with the pod
+// annotated right after the patch, which makes the kubelet sync it at once.
+// Printed, not asserted: the machine is shared.
+func TestTiming(t *testing.T) {
+	t.Parallel()
+	t.Run("kubelet sync", func(t *testing.T) {
+		t.Parallel()
+		// One edit per pod, in parallel: each waits for its own pod's
+		// periodic sync, up to 1.5 × syncFrequency.
+		const pods = 3
+		took := make([]time.Duration, pods)
+		var wg sync.WaitGroup
+		for i := range pods {
+			ns, p := timingPod(t, i)
+			wg.Go(func() { took[i] = timeEdit(t, ns, p, syncWait, false) })
+		}
+		wg.Wait()
+		printTimes(t, "ConfigMap patch to app reloaded, kubelet syncFrequency 1m", took)
+	})
+	t.Run("pod annotated after the patch", func(t *testing.T) {
+		t.Parallel()
+		ns, p := timingPod(t, 3)
+		var took []time.Duration
+		for range 5 {
+			took = append(took, timeEdit(t, ns, p, nudgeWait, true))
+		}
+		printTimes(t, "ConfigMap patch to app reloaded, pod annotated after the patch", took)
+	})
+}
+
+func timingPod(t *testing.T, i int) (string, testPod) {
+	t.Helper()
+	ns := namespace(t)
+	apply(t, ns, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {edit: \"0\"}\n"))
+	p := testPod{
+		name: "timing", appPort: 18110 + i, metricsPort: 19110 + i,
+		volumes: []object{configMapVolume("config", "settings")},
+		mounts:  map[string]string{"config": "/etc/config"},
+	}
+	apply(t, ns, p.manifest(t))
+	waitReady(t, ns, p.name)
+	waitLoaded(t, nudgeWait, p.appPort, "/etc/config/edit", "0")
+	return ns, p
+}
+
+// timeEdit edits the pod's ConfigMap and returns how long the app took to
+// load the edit. It may run in a goroutine of its own: it reports failure
+// with Errorf.
+func timeEdit(t *testing.T, ns string, p testPod, timeout time.Duration, annotate bool) time.Duration {
+	before, err := appConfig(p.appPort)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	want := fmt.Sprint(before.Generation)
+	start := time.Now()
+	if _, err := kubectl(nil, "-n", ns, "patch", "configmap", "settings", "--type=merge", "-p", `{"data":{"edit":"`+want+`"}}`); err != nil {
+		t.Error(err)
+		return 0
+	}
+	if annotate {
+		if _, err := kubectl(nil, "-n", ns, "annotate", "--overwrite", "pod", p.name, fmt.Sprintf("e2e.hotreload.dev/nudge=%d", start.UnixNano())); err != nil {
+			t.Error(err)
+			return 0
+		}
+	}
+	for deadline := start.Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if l, err := appConfig(p.appPort); err == nil && l.Files["/etc/config/edit"] == want {
+			return l.LoadedAt.Sub(start)
+		}
+	}
+	t.Errorf("app on :%d did not load edit %s within %s", p.appPort, want, timeout)
+	return 0
+}
+
+func printTimes(t *testing.T, what string, took []time.Duration) {
+	t.Helper()
+	slices.Sort(took)
+	figure(t, "%s: min %.2fs, median %.2fs, max %.2fs (%d edits)", what,
+		took[0].Seconds(), took[len(took)/2].Seconds(), took[len(took)-1].Seconds(), len(took))
+}

@@ -1,0 +1,105 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestSecretAndProjectedTogether: a Secret volume (tmpfs) and a projected
+// volume (a ConfigMap and the same Secret) change in one kubelet sync; the
+// app is reloaded once, and that reload already sees both changes.
+func TestSecretAndProjectedTogether(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	apply(t, ns, []byte(`
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: one}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: first}
+`))
+	p := testPod{
+		name: "both", appPort: 18101, metricsPort: 19101,
+		volumes: []object{
+			{"name": "secret", "secret": object{"secretName": "creds"}},
+			{"name": "projected", "projected": object{"sources": []any{
+				object{"configMap": object{"name": "settings"}},
+				object{"secret": object{"name": "creds", "items": []any{object{"key": "password", "path": "db/password"}}}},
+			}}},
+		},
+		mounts: map[string]string{"secret": "/etc/creds", "projected": "/etc/all"},
+	}
+	apply(t, ns, p.manifest(t))
+	waitReady(t, ns, p.name)
+	before := waitLoaded(t, nudgeWait, p.appPort, "/etc/all/mode", "one")
+
+	patchSecret(t, ns, "creds", map[string]string{"password": "second"})
+	patchConfigMap(t, ns, "settings", map[string]string{"mode": "two"})
+	nudge(t, ns, p.name)
+	after := waitLoaded(t, nudgeWait, p.appPort, "/etc/all/mode", "two")
+	for _, f := range []string{"/etc/creds/password", "/etc/all/db/password"} {
+		if after.Files[f] != "second" {
+			t.Errorf("the reload that brought mode=two saw %s = %q, want second", f, after.Files[f])
+		}
+	}
+	if after.Generation != before.Generation+1 {
+		t.Errorf("app went from generation %d to %d: want one reload for both volumes", before.Generation, after.Generation)
+	}
+	waitMetric(t, nudgeWait, metricsURL(p.metricsPort), "hotreload_changes_total", nil, 2)
+	if v, _, _ := metric(metricsURL(p.metricsPort), "hotreload_reloads_total", map[string]string{"result": "success"}); v != 1 {
+		t.Errorf(`hotreload_reloads_total{result="success"} = %v, want 1`, v)
+	}
+}
+
+// TestChangeWhileHotreloadIsDown: hotreload's container dies (SIGKILL, as
+// the OOM killer would) right after a ConfigMap edit; the kubelet, syncing
+// the pod because the container died, writes the new content before it
+// starts hotreload again. With --state-file on an emptyDir, the restarted
+// hotreload sees that the content differs from what the app was given, and
+// reloads it.
+func TestChangeWhileHotreloadIsDown(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	apply(t, ns, []byte(`
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: before}
+`))
+	p := testPod{
+		name: "restart", appPort: 18102, metricsPort: 19102,
+		volumes: []object{
+			configMapVolume("config", "settings"),
+			{"name": "state", "emptyDir": object{"sizeLimit": "1Mi"}},
+		},
+		mounts:        map[string]string{"config": "/etc/config"},
+		hotreloadArgs: []string{"--state-file=/var/run/hotreload/state.json"},
+		hotreloadSpec: func(c object) {
+			c["volumeMounts"] = append(c["volumeMounts"].([]any), object{"name": "state", "mountPath": "/var/run/hotreload"})
+		},
+	}
+	apply(t, ns, p.manifest(t))
+	waitReady(t, ns, p.name)
+	waitLoaded(t, nudgeWait, p.appPort, "/etc/config/mode", "before")
+
+	patchConfigMap(t, ns, "settings", map[string]string{"mode": "after"})
+	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
+	waitLoaded(t, podWait, p.appPort, "/etc/config/mode", "after")
+	pod, err := getPod(ns, p.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := pod.container("hotreload"); c.RestartCount < 1 {
+		t.Fatalf("hotreload's restart count is %d: the kill did not take", c.RestartCount)
+	}
+	if logs := containerLogs(ns, p.name, "hotreload", false); !strings.Contains(logs, "content changed while hotreload was not running") {
+		t.Errorf("the restarted hotreload did not say why it reloaded at start:\n%s", logs)
+	}
+}
