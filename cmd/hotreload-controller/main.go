@@ -1,0 +1,175 @@
+// Command hotreload-controller annotates the pods that mount a ConfigMap or
+// Secret when it changes, so that the kubelet rewrites their volumes at once
+// and the hotreload sidecar reloads the app within a second, instead of at
+// the kubelet's next sync. This file only wires the parts together; see the
+// controller package for the work.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	ossignal "os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/hotreload/hotreload/controller"
+	"github.com/hotreload/hotreload/controller/config"
+	"github.com/hotreload/hotreload/internal/version"
+	"github.com/hotreload/hotreload/internal/web"
+)
+
+func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	cfg, err := config.Parse(args, strings.Replace(version.String(), "hotreload", "hotreload-controller", 1), stdout, os.Exit)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	// client-go logs through klog: send it to the same logger.
+	klog.SetLogger(klogLogger(log.With(logger, "component", "client-go")))
+
+	restConfig, err := restConfig(cfg)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	client, err := kubernetes.NewForConfig(protobuf(restConfig))
+	if err != nil {
+		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
+	}
+	meta, err := metadata.NewForConfig(restConfig)
+	if err != nil {
+		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	version.Register(reg)
+
+	opts := controller.Options{
+		Client:     client,
+		Metadata:   meta,
+		Namespaces: cfg.Namespaces,
+		Workers:    cfg.Workers,
+	}
+	if cfg.LeaderElect {
+		opts.LeaderElection = &controller.LeaderElection{
+			Namespace:     cfg.LeaseNamespace,
+			Name:          cfg.LeaseName,
+			Identity:      cfg.Identity,
+			LeaseDuration: cfg.LeaseDuration,
+			RenewDeadline: cfg.RenewDeadline,
+			RetryPeriod:   cfg.RetryPeriod,
+		}
+	}
+	c, err := controller.New(logger, reg, opts)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	srv, err := web.Listen(logger, cfg.ListenAddress, handler(reg, cfg.TelemetryPath, c.Ready))
+	if err != nil {
+		return badInput(stderr, err)
+	}
+
+	namespaces := "all"
+	if len(cfg.Namespaces) > 0 {
+		namespaces = strings.Join(cfg.Namespaces, ",")
+	}
+	level.Info(logger).Log("msg", "starting", "version", version.Version, "revision", version.Revision,
+		"api", restConfig.Host, "namespaces", namespaces, "leader_elect", cfg.LeaderElect)
+
+	var g run.Group
+	g.Add(until(func(ctx context.Context) error {
+		sig := make(chan os.Signal, 1)
+		ossignal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		defer ossignal.Stop(sig)
+		select {
+		case s := <-sig:
+			level.Info(logger).Log("msg", "shutting down", "signal", s)
+		case <-ctx.Done():
+		}
+		return nil
+	}))
+	g.Add(until(c.Run))
+	g.Add(until(srv.Run))
+	if err := g.Run(); err != nil {
+		level.Error(logger).Log("msg", "exiting", "err", err)
+		return 1
+	}
+	level.Info(logger).Log("msg", "stopped")
+	return 0
+}
+
+// restConfig is the client configuration: the pod's service account, or
+// --kubeconfig.
+func restConfig(cfg *config.Config) (*rest.Config, error) {
+	var (
+		rc  *rest.Config
+		err error
+	)
+	if cfg.Kubeconfig == "" {
+		rc, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig is required outside a pod: %w", err)
+		}
+	} else {
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+	}
+	rc.QPS = float32(cfg.QPS)
+	rc.Burst = cfg.Burst
+	rc.UserAgent = "hotreload-controller/" + version.Version
+	return rc, nil
+}
+
+// protobuf makes the typed client read pods as protobuf, which costs less
+// than JSON to decode at the start and on every pod update.
+func protobuf(rc *rest.Config) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	return rc
+}
+
+// badInput reports a problem found before start, such as a bad flag or a
+// port in use, in one line, and returns the exit status for it.
+func badInput(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "hotreload-controller: error: %v\n", err)
+	return 2
+}
+
+// until adapts a Run(ctx) function to a run.Group actor that is interrupted
+// by cancelling its context.
+func until(f func(context.Context) error) (func() error, func(error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	return func() error { return f(ctx) }, func(error) { cancel() }
+}
+
+func newLogger(w io.Writer, format, lvl string) log.Logger {
+	var logger log.Logger
+	if format == "json" {
+		logger = log.NewJSONLogger(log.NewSyncWriter(w))
+	} else {
+		logger = log.NewLogfmtLogger(log.NewSyncWriter(w))
+	}
+	logger = level.NewFilter(logger, level.Allow(level.ParseDefault(lvl, level.InfoValue())))
+	return log.With(logger, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller)
+}

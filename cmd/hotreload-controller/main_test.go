@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+func TestBadInputIsOneLine(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad flag value", []string{"--workers", "0"}, "hotreload-controller: error: --workers 0: want 1 to 100\n"},
+		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig", "--no-leader-elect"}, "hotreload-controller: error: --kubeconfig /nonexistent/kubeconfig: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := runMain(tt.args, io.Discard, &stderr); code != 2 {
+				t.Errorf("exit status %d, want 2", code)
+			}
+			if !strings.HasPrefix(stderr.String(), tt.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("stderr = %q, want one line starting %q", stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestHandler(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	promauto.With(reg).NewGauge(prometheus.GaugeOpts{Name: "hotreload_controller_leader", Help: "h"}).Set(1)
+	var ready atomic.Bool
+	h := handler(reg, "/metrics", ready.Load)
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := get("/-/healthy"); code != 200 {
+		t.Errorf("/-/healthy = %d, want 200", code)
+	}
+	if code, body := get("/-/ready"); code != 503 || !strings.Contains(body, "caches") {
+		t.Errorf("/-/ready before sync = %d %q, want 503 naming the caches", code, body)
+	}
+	ready.Store(true)
+	if code, _ := get("/-/ready"); code != 200 {
+		t.Errorf("/-/ready after sync = %d, want 200", code)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "hotreload_controller_leader 1") {
+		t.Errorf("/metrics = %d %q", code, body)
+	}
+}
+
+func TestKlogGoesToTheLogger(t *testing.T) {
+	var buf bytes.Buffer
+	l := klogLogger(log.NewLogfmtLogger(&buf)).WithName("leaderelection").WithValues("lock", "ns/name")
+	l.Info("successfully acquired lease")
+	l.V(4).Info("renewed")
+	l.Error(io.EOF, "watch failed")
+	got := buf.String()
+	for _, want := range []string{
+		`level=info logger=leaderelection lock=ns/name msg="successfully acquired lease"`,
+		`level=debug logger=leaderelection lock=ns/name msg=renewed`,
+		`level=error logger=leaderelection lock=ns/name msg="watch failed" err=EOF`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestSidecarDoesNotImportClientGo keeps the sidecar's binary small: the
+// controller's dependencies must not reach it.
+func TestSidecarDoesNotImportClientGo(t *testing.T) {
+	out, err := goList("github.com/hotreload/hotreload/cmd/hotreload")
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(out) {
+		if strings.HasPrefix(dep, "k8s.io/client-go") {
+			t.Errorf("cmd/hotreload imports %s", dep)
+		}
+	}
+}

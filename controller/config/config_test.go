@@ -1,0 +1,123 @@
+package config
+
+import (
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+func inPod(string) ([]byte, error)      { return []byte("hotreload-system\n"), nil }
+func outsidePod(string) ([]byte, error) { return nil, errors.New("no such file") }
+func host() (string, error)             { return "hotreload-controller-7d9f-abc", nil }
+func noHost() (string, error)           { return "", errors.New("no host name") }
+func parseIn(args ...string) (*Config, error) {
+	return parse(args, "v", io.Discard, func(int) {}, inPod, host)
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parseIn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		QPS: 50, Burst: 100, Workers: 2,
+		LeaderElect: true, LeaseName: "hotreload-controller", LeaseNamespace: "hotreload-system", Identity: "hotreload-controller-7d9f-abc",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ListenAddress: ":9534", TelemetryPath: "/metrics", LogLevel: "info", LogFormat: "logfmt",
+	}
+	if c.Namespaces != nil {
+		t.Errorf("namespaces = %q, want none (the whole cluster)", c.Namespaces)
+	}
+	c.Namespaces = nil
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	t.Setenv("HOTRELOAD_NAMESPACE", "a\nb")
+	t.Setenv("HOTRELOAD_LEADER_ELECT", "false")
+	t.Setenv("HOTRELOAD_WEB_LISTEN_ADDRESS", ":9999")
+	c, err := parse(nil, "v", io.Discard, func(int) {}, outsidePod, noHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Namespaces, ",") != "a,b" || c.LeaderElect || c.ListenAddress != ":9999" {
+		t.Errorf("from the environment: %+v", c)
+	}
+}
+
+func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
+	app := kingpin.New("t", "")
+	(&Config{}).Register(app)
+	for _, f := range app.Model().Flags {
+		if f.Envar == "" && (strings.HasPrefix(f.Name, "help") || strings.HasPrefix(f.Name, "completion")) {
+			continue // kingpin's own
+		}
+		want := "HOTRELOAD_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(f.Name))
+		if f.Envar != want {
+			t.Errorf("--%s: environment variable %q, want %q", f.Name, f.Envar, want)
+		}
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		outside bool
+		want    string
+	}{
+		{"empty namespace", []string{"--namespace", ""}, false, `--namespace "": must not be empty`},
+		{"zero qps", []string{"--qps", "0"}, false, "--qps 0: must be positive"},
+		{"zero burst", []string{"--burst", "0"}, false, "--burst 0: must be at least 1"},
+		{"no workers", []string{"--workers", "0"}, false, "--workers 0: want 1 to 100"},
+		{"too many workers", []string{"--workers", "1000"}, false, "--workers 1000: want 1 to 100"},
+		{"empty lease name", []string{"--leader-elect.lease-name", ""}, false, "--leader-elect.lease-name"},
+		{"renew deadline too short", []string{"--leader-elect.renew-deadline", "2s"}, false, "--leader-elect.renew-deadline 2s: must be more than 1.2 times --leader-elect.retry-period 2s"},
+		{"lease shorter than renewal", []string{"--leader-elect.lease-duration", "5s"}, false, "--leader-elect.lease-duration 5s: must be more than --leader-elect.renew-deadline 10s"},
+		{"no retry period", []string{"--leader-elect.retry-period", "0s"}, false, "--leader-elect.retry-period 0s: must be positive"},
+		{"lease namespace outside a pod", nil, true, "--leader-elect.lease-namespace is required outside a pod"},
+		{"bad listen address", []string{"--web.listen-address", "9534"}, false, `--web.listen-address "9534": want host:port`},
+		{"metrics under /-/", []string{"--web.telemetry-path", "/-/metrics"}, false, "--web.telemetry-path"},
+		{"bad log level", []string{"--log.level", "loud"}, false, `--log.level "loud": want debug, info, warn or error`},
+		{"bad log format", []string{"--log.format", "xml"}, false, `--log.format "xml": want logfmt or json`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read := inPod
+			if tt.outside {
+				read = outsidePod
+			}
+			_, err := parse(tt.args, "v", io.Discard, func(int) {}, read, host)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %v, want one line with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWithoutLeaderElectionNeedsNoPod(t *testing.T) {
+	c, err := parse([]string{"--no-leader-elect", "--namespace", "a", "--namespace", "b"}, "v", io.Discard, func(int) {}, outsidePod, noHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaderElect || strings.Join(c.Namespaces, ",") != "a,b" {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestIdentityAndNamespaceFlagsWin(t *testing.T) {
+	c, err := parse([]string{"--leader-elect.lease-namespace", "ops", "--leader-elect.identity", "me"}, "v", io.Discard, func(int) {}, outsidePod, noHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseNamespace != "ops" || c.Identity != "me" {
+		t.Errorf("got %+v", c)
+	}
+}
