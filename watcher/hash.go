@@ -222,18 +222,41 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 		}
 		visible[name] = true
 		p := filepath.Join(real, name)
-		if e.Type()&fs.ModeSymlink != 0 {
-			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				dangling++
-				if link, err := os.Readlink(p); err == nil && strings.HasPrefix(link, dataLink+"/") {
-					// The kubelet's link of a key that ..data no longer
-					// has: the kubelet unlinks it next. Not a problem of
-					// the volume's content, only a moment of the update.
-					if res.partial == "" && res.broken == "" {
-						res.partial = fmt.Sprintf("visible link %s names a vanished item", name)
-					}
-					continue
+		if e.Type()&fs.ModeSymlink == 0 {
+			w.visit(name, p)
+			continue
+		}
+		link, err := os.Readlink(p)
+		if err != nil {
+			w.vanished = true // replaced since the listing: an event follows
+			continue
+		}
+		rest, kubelet := strings.CutPrefix(link, dataLink+"/")
+		if kubelet && dataDir != "" {
+			// The kubelet's link: resolve it through the version directory
+			// already resolved, as the app would (..data is checked
+			// again after the walk), without resolving the whole path.
+			p = filepath.Join(dataDir, rest)
+			info, err := os.Lstat(p)
+			if err == nil {
+				w.visitInfo(name, p, info)
+				continue
+			}
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				w.problem(name, err)
+				continue
+			}
+		}
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			dangling++
+			if kubelet {
+				// The kubelet's link of a key that ..data no longer has:
+				// the kubelet unlinks it next. Not a problem of the
+				// volume's content, only a moment of the update.
+				if res.partial == "" && res.broken == "" {
+					res.partial = fmt.Sprintf("visible link %s names a vanished item", name)
 				}
+				continue
 			}
 		}
 		w.visit(name, p)
@@ -286,6 +309,12 @@ func (w *walk) visit(rel, p string) {
 		}
 		return
 	}
+	w.visitInfo(rel, p, info)
+}
+
+// visitInfo adds the entry at the real path p, seen at the visible path rel,
+// whose Lstat is info.
+func (w *walk) visitInfo(rel, p string, info os.FileInfo) {
 	viaLink := info.Mode()&fs.ModeSymlink != 0
 	if viaLink {
 		resolved, err := filepath.EvalSymlinks(p)
