@@ -17,6 +17,8 @@ LABEL org.opencontainers.image.title="hotreload" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 
+# The users of distroless nonroot, for bases that have none (see the Makefile).
+COPY bin/etc/passwd bin/etc/group /etc/
 COPY bin/linux_${TARGETARCH}${TARGETVARIANT}/hotreload /hotreload
 USER 65532:65532
 EXPOSE 9533

@@ -12,6 +12,7 @@ GCFLAGS   := all=-l
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -gcflags '$(GCFLAGS)' -ldflags '$(LDFLAGS)'
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x
 IMAGE     ?= hotreload:$(VERSION)
+CONTROLLER_IMAGE ?= hotreload-controller:$(VERSION)
 BASE      ?= gcr.io/distroless/static-debian12:nonroot
 ARCH      ?= $(shell $(GO) env GOARCH)
 
@@ -24,6 +25,10 @@ help: ## Show this help.
 .PHONY: build
 build: ## Build the static binary bin/hotreload for this machine.
 	$(GOBUILD) -o bin/hotreload ./cmd/hotreload
+
+.PHONY: build-controller
+build-controller: ## Build bin/hotreload-controller, the controller that nudges pods when their ConfigMaps or Secrets change.
+	$(GOBUILD) -o bin/hotreload-controller ./cmd/hotreload-controller
 
 .PHONY: build-all
 build-all: ## Cross-compile for every image platform into bin/linux_<arch>/ and print the sizes.
@@ -56,14 +61,32 @@ bench: ## Measure latency, reload counts, memory; print the figures.
 demo: ## Play the kubelet and an app on this machine, with hotreload between them.
 	$(GO) run ./examples/demo
 
+# The image's users, for a base without them (scratch). The kubelet runs a
+# container whose pod sets no runAsUser as the image's uid, but the runtime
+# then takes the group from the image's /etc/passwd, not from USER's gid:
+# without this file hotreload ran with group 0 in a real pod (make e2e).
+bin/etc/passwd:
+	@mkdir -p bin/etc
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >bin/etc/passwd
+	printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >bin/etc/group
+
 .PHONY: image
-image: ## Build the image for ARCH (default: this machine's) with docker or buildah; BASE=scratch where base images cannot be pulled.
+image: bin/etc/passwd ## Build the image for ARCH (default: this machine's) with docker or buildah; BASE=scratch where base images cannot be pulled.
 	GOOS=linux GOARCH=$(ARCH) $(GOBUILD) -o bin/linux_$(ARCH)/hotreload ./cmd/hotreload
 	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then tool="docker build"; \
 	elif command -v buildah >/dev/null 2>&1; then tool="buildah bud --storage-driver vfs --isolation chroot"; \
 	else echo "make image needs docker or buildah"; exit 1; fi; \
 	$$tool --platform linux/$(ARCH) --build-arg BASE=$(BASE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
 		--build-arg TARGETARCH=$(ARCH) -t $(IMAGE) .
+
+.PHONY: image-controller
+image-controller: ## Build the controller's image (Dockerfile.controller) for ARCH, as image does; CONTROLLER_IMAGE names it.
+	GOOS=linux GOARCH=$(ARCH) $(GOBUILD) -o bin/linux_$(ARCH)/hotreload-controller ./cmd/hotreload-controller
+	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then tool="docker build"; \
+	elif command -v buildah >/dev/null 2>&1; then tool="buildah bud --storage-driver vfs --isolation chroot"; \
+	else echo "make image-controller needs docker or buildah"; exit 1; fi; \
+	$$tool --platform linux/$(ARCH) --build-arg BASE=$(BASE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+		--build-arg TARGETARCH=$(ARCH) -f Dockerfile.controller -t $(CONTROLLER_IMAGE) .
 
 .PHONY: clean
 clean: ## Remove build output.

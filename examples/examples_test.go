@@ -556,9 +556,31 @@ func hotreloadProblems(p pod, s sidecar) []string {
 		bad("limits.cpu %s throttles reloads; leave it out or give at least %s", cpu.String(), minCPULimit.String())
 	}
 
-	// Volumes: read-only, whole, and covering every watched directory.
+	// Volumes: read-only, whole, and covering every watched directory; the
+	// one exception is the directory of --state-file, which hotreload writes
+	// and which must outlive a restart of its container: an emptyDir.
+	stateDir := ""
+	if cfg != nil && cfg.StateFile != "" {
+		stateDir = path.Dir(cfg.StateFile)
+		m, ok := underMount(c, cfg.StateFile)
+		switch {
+		case !ok:
+			bad("--state-file %s: no volume is mounted there; it would not outlive a restart of the container", cfg.StateFile)
+		case m.MountPath != stateDir:
+			bad("--state-file %s: mount its volume at %s, not %s", cfg.StateFile, stateDir, m.MountPath)
+		case m.ReadOnly:
+			bad("--state-file %s: its volume %s is mounted readOnly", cfg.StateFile, m.Name)
+		}
+		if v, found := volumeByName(p.spec, m.Name); ok && found && v.EmptyDir == nil {
+			bad("--state-file %s: volume %s is not an emptyDir", cfg.StateFile, m.Name)
+		}
+	} else if cfg != nil && !p.partial {
+		// (A chart's values are exempt: not every chart can add an
+		// emptyDir to the pod.)
+		bad("no --state-file: a change made while hotreload restarts would never reach the app")
+	}
 	for _, m := range c.VolumeMounts {
-		if !m.ReadOnly {
+		if !m.ReadOnly && m.MountPath != stateDir {
 			bad("volume mount %s at %s is not readOnly", m.Name, m.MountPath)
 		}
 		if !p.partial {
@@ -1143,8 +1165,8 @@ func TestKustomizeComponent(t *testing.T) {
 		t.Fatal("the component's patch is not a Deployment")
 	}
 	spec := &patch.Spec.Template.Spec
-	if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 || len(spec.Volumes) != 0 {
-		t.Fatalf("the patch must add one container and nothing else: %d containers, %d init containers, %d volumes",
+	if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 || len(spec.Volumes) != 1 || spec.Volumes[0].EmptyDir == nil {
+		t.Fatalf("the patch must add one container and the emptyDir of its state file, nothing else: %d containers, %d init containers, %d volumes",
 			len(spec.Containers), len(spec.InitContainers), len(spec.Volumes))
 	}
 	for _, prob := range hotreloadProblems(pod{spec: spec, partial: true}, sidecar{spec.Containers[0], false}) {
@@ -1169,6 +1191,9 @@ func TestKustomizeComponent(t *testing.T) {
 		t.Errorf("the example's Deployment lacks the label %s; the component would not select it", target.LabelSelector)
 	}
 	for name := range needs {
+		if _, ok := volumeByName(spec, name); ok {
+			continue // the patch brings it
+		}
 		if _, ok := volumeByName(&app.Spec.Template.Spec, name); !ok {
 			t.Errorf("the example's Deployment has no volume %q that the sidecar mounts", name)
 		}
@@ -1224,7 +1249,7 @@ func TestKustomizeBuild(t *testing.T) {
 	for _, prob := range append(hotreloadProblems(pod{spec: spec}, ss[0]), podProblems(spec)...) {
 		t.Error(prob)
 	}
-	want := []string{"--volume-dir=/etc/hotreload/config", "--webhook-url=http://127.0.0.1:9093/-/reload"}
+	want := []string{"--volume-dir=/etc/hotreload/config", "--webhook-url=http://127.0.0.1:9093/-/reload", "--state-file=/var/run/hotreload/state.json"}
 	if !slices.Equal(ss[0].c.Args, want) {
 		t.Errorf("args %q, want the overlay's %q", ss[0].c.Args, want)
 	}

@@ -20,13 +20,21 @@ func TestTiming(t *testing.T) {
 	t.Run("kubelet sync", func(t *testing.T) {
 		t.Parallel()
 		// One edit per pod, in parallel: each waits for its own pod's
-		// periodic sync, up to 1.5 × syncFrequency.
+		// periodic sync, up to 1.5 × syncFrequency. A pod that has just
+		// started is synced again as its containers and probes settle, so
+		// each pod first takes an edit that is not counted: the one that
+		// counts starts from a pod the kubelet left alone since its last
+		// sync, as in a cluster's steady state.
 		const pods = 3
 		took := make([]time.Duration, pods)
 		var wg sync.WaitGroup
 		for i := range pods {
 			ns, p := timingPod(t, i)
-			wg.Go(func() { took[i] = timeEdit(t, ns, p, syncWait, false) })
+			wg.Go(func() {
+				if timeEdit(t, ns, p, syncWait, false) > 0 {
+					took[i] = timeEdit(t, ns, p, syncWait, false)
+				}
+			})
 		}
 		wg.Wait()
 		printTimes(t, "ConfigMap patch to app reloaded, kubelet syncFrequency 1m", took)

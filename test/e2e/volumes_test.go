@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,13 +93,13 @@ data: {mode: before}
 	patchConfigMap(t, ns, "settings", map[string]string{"mode": "after"})
 	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
 	waitLoaded(t, podWait, p.appPort, "/etc/config/mode", "after")
-	pod, err := getPod(ns, p.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := pod.container("hotreload"); c.RestartCount < 1 {
-		t.Fatalf("hotreload's restart count is %d: the kill did not take", c.RestartCount)
-	}
+	var restarts int
+	waitFor(t, nudgeWait, func() bool {
+		pod, err := getPod(ns, p.name)
+		c, _ := pod.container("hotreload")
+		restarts = c.RestartCount
+		return err == nil && restarts >= 1
+	}, func() string { return fmt.Sprintf("hotreload's restart count is %d: the kill did not take", restarts) })
 	if logs := containerLogs(ns, p.name, "hotreload", false); !strings.Contains(logs, "content changed while hotreload was not running") {
 		t.Errorf("the restarted hotreload did not say why it reloaded at start:\n%s", logs)
 	}
