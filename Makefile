@@ -80,7 +80,7 @@ image: bin/etc/passwd ## Build the image for ARCH (default: this machine's) with
 		--build-arg TARGETARCH=$(ARCH) -t $(IMAGE) .
 
 .PHONY: image-controller
-image-controller: ## Build the controller's image (Dockerfile.controller) for ARCH, as image does; CONTROLLER_IMAGE names it.
+image-controller: bin/etc/passwd ## Build the controller's image (Dockerfile.controller) for ARCH, as image does; CONTROLLER_IMAGE names it.
 	GOOS=linux GOARCH=$(ARCH) $(GOBUILD) -o bin/linux_$(ARCH)/hotreload-controller ./cmd/hotreload-controller
 	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then tool="docker build"; \
 	elif command -v buildah >/dev/null 2>&1; then tool="buildah bud --storage-driver vfs --isolation chroot"; \

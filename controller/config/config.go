@@ -92,6 +92,14 @@ func Parse(args []string, version string, out io.Writer, terminate func(int)) (*
 	return parse(args, version, out, terminate, os.ReadFile, os.Hostname)
 }
 
+// ParseIn parses args as Parse does, as if in a pod of namespace ns on a
+// host named host, for tests of manifests.
+func ParseIn(args []string, ns, host string) (*Config, error) {
+	return parse(args, "test", io.Discard, func(int) {},
+		func(string) ([]byte, error) { return []byte(ns), nil },
+		func() (string, error) { return host, nil })
+}
+
 func parse(args []string, version string, out io.Writer, terminate func(int), readFile func(string) ([]byte, error), hostname func() (string, error)) (*Config, error) {
 	c := &Config{}
 	app := kingpin.New("hotreload-controller", "Annotates the pods that mount a ConfigMap or Secret when it changes, so that the kubelet updates their volumes at once instead of at its next sync.")

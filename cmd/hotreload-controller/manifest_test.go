@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hotreload/hotreload/controller"
+	"github.com/hotreload/hotreload/controller/config"
+)
+
+// The shipped manifests of examples/controller, decoded strictly as the API
+// server would (an unknown or misplaced field fails), and held to least
+// privilege and the secure defaults.
+
+var kinds = map[string]func() any{
+	"v1/Namespace":      func() any { return new(corev1.Namespace) },
+	"v1/ServiceAccount": func() any { return new(corev1.ServiceAccount) },
+	"v1/ConfigMap":      func() any { return new(corev1.ConfigMap) },
+	"rbac.authorization.k8s.io/v1/ClusterRole":        func() any { return new(rbacv1.ClusterRole) },
+	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return new(rbacv1.ClusterRoleBinding) },
+	"rbac.authorization.k8s.io/v1/Role":               func() any { return new(rbacv1.Role) },
+	"rbac.authorization.k8s.io/v1/RoleBinding":        func() any { return new(rbacv1.RoleBinding) },
+	"apps/v1/Deployment":                              func() any { return new(appsv1.Deployment) },
+}
+
+var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
+
+func decodeManifests(t *testing.T, file string) []any {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/controller/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []any
+	for i, doc := range separator.Split(string(b), -1) {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatalf("%s document %d: %v", file, i, err)
+		}
+		if tm.Kind == "" {
+			continue
+		}
+		newObj, ok := kinds[tm.APIVersion+"/"+tm.Kind]
+		if !ok {
+			t.Fatalf("%s document %d: unexpected kind %s/%s", file, i, tm.APIVersion, tm.Kind)
+		}
+		obj := newObj()
+		j, err := yaml.YAMLToJSONStrict([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s document %d: %v", file, i, err)
+		}
+		strict, err := sigsjson.UnmarshalStrict(j, obj)
+		if err == nil {
+			err = errors.Join(strict...)
+		}
+		if err != nil {
+			t.Fatalf("%s document %d (%s): %v", file, i, tm.Kind, err)
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
+func only[T any](t *testing.T, objs []any) T {
+	t.Helper()
+	var found []T
+	for _, o := range objs {
+		if v, ok := o.(T); ok {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 {
+		var zero T
+		t.Fatalf("%d objects of type %T, want 1", len(found), zero)
+	}
+	return found[0]
+}
+
+func TestControllerManifest(t *testing.T) {
+	objs := decodeManifests(t, "controller.yaml")
+	const ns = "hotreload-system"
+	if n := only[*corev1.Namespace](t, objs); n.Name != ns {
+		t.Errorf("namespace %s, want %s", n.Name, ns)
+	}
+	sa := only[*corev1.ServiceAccount](t, objs)
+	for _, o := range objs {
+		m := o.(metav1.ObjectMetaAccessor).GetObjectMeta()
+		switch o.(type) {
+		case *corev1.Namespace, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+		default:
+			if m.GetNamespace() != ns {
+				t.Errorf("%T %s is in namespace %q, want %s", o, m.GetName(), m.GetNamespace(), ns)
+			}
+		}
+	}
+
+	// Least privilege: the verbs the informers, the patches and the leader
+	// election use, and nothing else.
+	rules := func(rs []rbacv1.PolicyRule) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%v %v %v %v", r.APIGroups, r.Resources, r.ResourceNames, r.Verbs))
+		}
+		return out
+	}
+	cr := only[*rbacv1.ClusterRole](t, objs)
+	wantCluster := []string{"[] [configmaps secrets] [] [list watch]", "[] [pods] [] [list watch patch]"}
+	if got := rules(cr.Rules); !slices.Equal(got, wantCluster) {
+		t.Errorf("ClusterRole rules %q, want %q", got, wantCluster)
+	}
+	role := only[*rbacv1.Role](t, objs)
+	wantRole := []string{"[coordination.k8s.io] [leases] [] [create]", "[coordination.k8s.io] [leases] [hotreload-controller] [get update]"}
+	if got := rules(role.Rules); !slices.Equal(got, wantRole) {
+		t.Errorf("Role rules %q, want %q", got, wantRole)
+	}
+	crb, rb := only[*rbacv1.ClusterRoleBinding](t, objs), only[*rbacv1.RoleBinding](t, objs)
+	for _, b := range []struct {
+		name     string
+		ref      rbacv1.RoleRef
+		subjects []rbacv1.Subject
+		want     string
+	}{
+		{"ClusterRoleBinding", crb.RoleRef, crb.Subjects, "ClusterRole/" + cr.Name},
+		{"RoleBinding", rb.RoleRef, rb.Subjects, "Role/" + role.Name},
+	} {
+		if got := b.ref.Kind + "/" + b.ref.Name; got != b.want {
+			t.Errorf("%s binds %s, want %s", b.name, got, b.want)
+		}
+		if len(b.subjects) != 1 || b.subjects[0].Kind != "ServiceAccount" || b.subjects[0].Name != sa.Name || b.subjects[0].Namespace != ns {
+			t.Errorf("%s subjects %+v, want only the ServiceAccount %s/%s", b.name, b.subjects, ns, sa.Name)
+		}
+	}
+
+	d := only[*appsv1.Deployment](t, objs)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %v, want 2: one leads, one stands by", d.Spec.Replicas)
+	}
+	spec := d.Spec.Template.Spec
+	if spec.ServiceAccountName != sa.Name {
+		t.Errorf("serviceAccountName %q, want %q", spec.ServiceAccountName, sa.Name)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 ||
+		sc.RunAsGroup == nil || *sc.RunAsGroup != 65532 || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("container security context %+v: want non-root 65532:65532, read-only root, no privilege escalation, all capabilities dropped", sc)
+	}
+	if psc := spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("pod has no RuntimeDefault seccomp profile")
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 9534 {
+		t.Errorf("ports %+v, want metrics on 9534", c.Ports)
+	}
+	for name, p := range map[string]*corev1.Probe{"/-/healthy": c.LivenessProbe, "/-/ready": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != name || p.HTTPGet.Port.String() != "metrics" {
+			t.Errorf("probe of %s: %+v", name, p)
+		}
+	}
+	if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources %+v: want a memory request and limit", c.Resources)
+	}
+	// Each replica needs its own identity in the Lease: the pod's name.
+	idEnv := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "HOTRELOAD_LEADER_ELECT_IDENTITY" })
+	if idEnv < 0 || c.Env[idEnv].ValueFrom == nil || c.Env[idEnv].ValueFrom.FieldRef == nil || c.Env[idEnv].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Error("HOTRELOAD_LEADER_ELECT_IDENTITY does not come from metadata.name")
+	}
+	// The args and the environment parse as the binary would parse them,
+	// and the Lease is the one the Role allows.
+	for _, e := range c.Env {
+		if e.Value != "" {
+			t.Setenv(e.Name, e.Value)
+		}
+	}
+	t.Setenv("HOTRELOAD_LEADER_ELECT_IDENTITY", d.Name+"-0")
+	cfg, err := config.ParseIn(c.Args, ns, "pod")
+	if err != nil {
+		t.Fatalf("args %q: %v", c.Args, err)
+	}
+	if cfg.LeaseNamespace != ns || !slices.Equal(role.Rules[1].ResourceNames, []string{cfg.LeaseName}) {
+		t.Errorf("Lease %s/%s, but the Role allows %s/%v", cfg.LeaseNamespace, cfg.LeaseName, ns, role.Rules[1].ResourceNames)
+	}
+	if !cfg.LeaderElect || cfg.Identity != d.Name+"-0" {
+		t.Errorf("leader election %v as %q", cfg.LeaderElect, cfg.Identity)
+	}
+}
+
+func TestWorkloadManifestOptsIn(t *testing.T) {
+	objs := decodeManifests(t, "workload.yaml")
+	d := only[*appsv1.Deployment](t, objs)
+	if v := d.Spec.Template.Annotations[controller.AnnotationNudge]; v != "true" {
+		t.Errorf("pod template annotation %s = %q, want \"true\"", controller.AnnotationNudge, v)
+	}
+	cm := only[*corev1.ConfigMap](t, objs)
+	tmpl := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}, Spec: d.Spec.Template.Spec}
+	if ks := controller.Mounts(tmpl); len(ks) != 1 || ks[0].Name != cm.Name || ks[0].Kind != controller.ConfigMap {
+		t.Errorf("the workload mounts %v, want the ConfigMap %s", ks, cm.Name)
+	}
+	var buf bytes.Buffer
+	for _, c := range d.Spec.Template.Spec.Containers {
+		buf.WriteString(c.Name + " ")
+	}
+	if !strings.Contains(buf.String(), "hotreload") {
+		t.Errorf("containers %s: no hotreload sidecar", buf.String())
+	}
+}
