@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,4 +278,67 @@ func plainHash(t *testing.T, files map[string]string) [32]byte {
 	dir := t.TempDir()
 	writeTree(t, dir, files)
 	return mustHash(t, dir)
+}
+
+// TestBusyVolume rewrites a file of a plain directory without a pause: the
+// watcher, which waits for a hash that no event made stale, must still
+// report the volume while it keeps changing (at the settle bound), and
+// without warnings: busy is not broken.
+func TestBusyVolume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vol")
+	writeTree(t, dir, baseFiles)
+	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, func(w *Watcher) {
+		w.settle = 50 * time.Millisecond
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(h.logs.String())
+		}
+	})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var once sync.Once
+	halt := func() {
+		once.Do(func() { close(stop) })
+		<-done
+	}
+	t.Cleanup(halt) // registered after TempDir's cleanup: runs before it
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := os.WriteFile(filepath.Join(dir, "busy.log"), []byte(strings.Repeat("x", i%4096)), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	// Reported while it has been busy for 4 settle bounds already.
+	busySince := time.Now()
+	deadline := time.After(timeout)
+	var last [32]byte
+	for seen := false; !seen; {
+		select {
+		case c := <-h.w.Changes():
+			if c.Dir != dir {
+				t.Fatalf("Change for %s", c.Dir)
+			}
+			last = c.Hash
+			seen = c.Time.Sub(busySince) > 4*h.w.settle
+		case <-deadline:
+			t.Fatal("a volume that keeps changing was not reported while busy")
+		}
+	}
+	halt()
+	if final := mustHash(t, dir); final != last {
+		h.eventually(t, dir, final)
+	}
+	h.quiet(t)
+	if strings.Contains(h.logs.String(), "level=warn") {
+		t.Errorf("warnings for a busy volume:\n%s", h.logs)
+	}
 }

@@ -284,7 +284,7 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 
 	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir)
 	if w.vanished && res.partial == "" {
-		res.partial = "an entry vanished while it was read"
+		res.partial = reasonVanished
 	}
 	res.dirs = w.dirs
 	res.problems = w.problems

@@ -20,27 +20,36 @@
 //   - Missing: the root does not exist, is not a directory or cannot be
 //     read. Logged once; the nearest existing parent is watched and the
 //     root polled.
-//   - Broken: ..data is a symlink that names no directory (dangling), or
-//     every visible entry of the root is a dangling symlink. Logged once at
-//     warning level; such a state is never reported, however long it lasts.
-//   - Half-way through an update: the root looks like a kubelet volume that
-//     the kubelet is still writing. ..data_tmp exists (a swap is under way);
-//     an item of the version directory that ..data names has no visible entry
-//     yet (the kubelet renames ..data before it links new keys); a visible
-//     symlink into ..data names an item that no longer exists (a vanished
-//     key not yet unlinked, or an rm -rf half-way); or the content of the
-//     version directory changed while ..data still names it (the kubelet
-//     never writes into a published version: an rm -rf or a hand edit is at
-//     work). The kubelet's next step makes an event, and the volume is
-//     re-hashed then. A state that lasts longer than the settle bound (2s)
-//     is not the kubelet at work but a hand-made directory: it is reported
-//     with a warning.
+//   - Broken: ..data is a symlink that names no directory (dangling, or a
+//     file), or every visible entry of the root is a dangling symlink.
+//     Logged once per incident at warning level; never reported, however
+//     long it lasts. The volume keeps its watches and is also re-checked on
+//     every poll tick.
+//   - Half-way through an update (partial). The kubelet writes a volume in
+//     steps, and an rm -rf or a hand edit passes through states that no
+//     writer meant: ..data_tmp exists (a swap is under way); an item of the
+//     version directory that ..data names has no visible entry yet (the
+//     kubelet renames ..data before it links new keys); a visible symlink
+//     into ..data names an item that does not exist (a vanished key not yet
+//     unlinked); the version directory that ..data names changed while
+//     ..data still names it (the kubelet never writes into a published
+//     version); a volume that had ..data lost it; a kubelet volume shows no
+//     item at all; an entry vanished while it was read; or the volume was
+//     marked dirty again while it was hashed (what was hashed is already
+//     stale). The next step makes an event, and the volume is re-hashed
+//     then. A state that lasts longer than the settle bound (2s) is not a
+//     writer at work but a hand-made directory, or a ConfigMap emptied on
+//     purpose: it is reported, with a warning.
 //
 // When a volume comes back from any of these states with the content last
-// reported, nothing is sent. A plain directory (no ..data) whose files are
-// removed, even all of them, is a real change and is reported: only a
-// visible symlink that dangles, or a kubelet layout out of step, marks a
-// state as incomplete.
+// reported, nothing is sent. A plain directory (one that never had ..data)
+// whose files are removed, even all of them, is a real change and is
+// reported at once: only a dangling symlink or a kubelet layout out of step
+// marks a state as incomplete. An rm -rf of a plain directory may therefore
+// be reported half-way; an rm -rf of a kubelet volume is not, short of one
+// that races a rewrite the watcher has not yet hashed whole. A volume that
+// keeps changing (a file appended every few milliseconds) is reported at
+// least every 2s.
 //
 // # Unreadable files
 //
@@ -98,6 +107,12 @@ const settleTimeout = 2 * time.Second
 // watch set grew (a new directory may have been filled before its watch
 // existed).
 const maxRehashes = 3
+
+// Reasons for not reporting a hash yet that mean "busy", not "inconsistent".
+const (
+	reasonStale    = "changed again while it was hashed"
+	reasonVanished = "an entry vanished while it was read"
+)
 
 // unreadableHint says how to make an unreadable file readable.
 const unreadableHint = "set the pod's fsGroup, run hotreload as the file owner's runAsUser, or give the volume a defaultMode that lets group/others read"
@@ -631,7 +646,7 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 	case len(v.kick) > 0:
 		// Marked dirty again while it was hashed: what was hashed is
 		// already stale, and the next hash follows at once.
-		partial = "changed again while it was hashed"
+		partial = reasonStale
 	case res.version != "" && res.version == v.version && res.versionSum != v.versionSum:
 		partial = "the version directory that ..data names changed in place (the kubelet never does that)"
 	case res.version == "" && v.version != "":
@@ -649,8 +664,13 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 		if now.Sub(v.partialSince) < w.settle {
 			return
 		}
-		w.errorsTotal.Inc()
-		level.Warn(w.logger).Log("msg", fmt.Sprintf("volume still looks half-way through an update after %s, reporting what its visible names show", w.settle), "dir", v.dir, "reason", partial)
+		if partial == reasonStale || partial == reasonVanished {
+			// Busy, not inconsistent: a file rewritten all the time.
+			level.Debug(w.logger).Log("msg", fmt.Sprintf("volume kept changing for %s, reporting it", w.settle), "dir", v.dir, "reason", partial)
+		} else {
+			w.errorsTotal.Inc()
+			level.Warn(w.logger).Log("msg", fmt.Sprintf("volume still looks half-way through an update after %s, reporting what its visible names show", w.settle), "dir", v.dir, "reason", partial)
+		}
 	}
 	v.stopSettle()
 	if v.broken != "" {
