@@ -66,8 +66,7 @@ func TestExamples(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hostPorts.Lock()
-			defer hostPorts.Unlock()
+			takeHostPorts(t)
 			var manifests []byte
 			if strings.HasSuffix(c.name, ".yaml") {
 				manifests = readManifest(t, "examples/"+c.name)

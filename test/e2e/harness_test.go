@@ -41,6 +41,14 @@ var (
 	hostPorts sync.Mutex
 )
 
+// takeHostPorts holds hostPorts until the test and its clean-up are over:
+// call it before namespace, so that the lock outlives the deletion of the
+// test's pods (clean-ups run last registered first).
+func takeHostPorts(t *testing.T) {
+	hostPorts.Lock()
+	t.Cleanup(hostPorts.Unlock)
+}
+
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v

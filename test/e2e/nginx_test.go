@@ -37,8 +37,7 @@ func TestNginxSignal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hostPorts.Lock()
-			defer hostPorts.Unlock()
+			takeHostPorts(t)
 			ns := namespace(t)
 			apply(t, ns, forCluster(t, readManifest(t, "examples/nginx/sidecar.yaml"), func(_ int, pod object) {
 				if !c.nginxRoot {

@@ -14,8 +14,7 @@ import (
 // config then reloads.
 func TestPrometheusInvalidConfig(t *testing.T) {
 	t.Parallel()
-	hostPorts.Lock()
-	defer hostPorts.Unlock()
+	takeHostPorts(t)
 	ns := namespace(t)
 	apply(t, ns, forCluster(t, readManifest(t, "examples/prometheus/sidecar.yaml"), nil))
 	waitReady(t, ns, "prometheus")
