@@ -44,7 +44,7 @@ if ((${#need[@]})); then
 fi
 command -v kubectl >/dev/null || export PATH=$E2E_KUBE_BIN:$PATH # kube-binaries.sh builds one if needed
 
-"$here/cluster/kube-binaries.sh" "$version" "$E2E_KUBE_BIN"
+"$here/cluster/kube-binaries.sh" "$version" "$E2E_KUBE_BIN" >/dev/null
 
 status=1
 finish() {

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# kube-binaries.sh VERSION DIR: build kube-apiserver and kubelet (and kubectl when
-# none is on PATH) at VERSION from the Go module proxy into DIR, a cache outside
-# the clone keyed by version. Does nothing when DIR already holds them.
+# kube-binaries.sh [VERSION [DIR]]: build kube-apiserver and kubelet (and
+# kubectl when none is on PATH) at VERSION (default 1.33.13) from the Go module
+# proxy into DIR (default /var/cache/hotreload-e2e/kube/vVERSION), a cache
+# outside the clone keyed by version. Does nothing when DIR already holds them.
+# Its last line is DIR.
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod replaces the staging
 # modules with ./staging paths. A wrapper module requires it and pins every
 # staging module to v0.<minor>.<patch> instead.
 set -euo pipefail
-version=${1:?usage: kube-binaries.sh VERSION DIR}
-dir=${2:?usage: kube-binaries.sh VERSION DIR}
+version=${1:-1.33.13}
+dir=${2:-/var/cache/hotreload-e2e/kube/v$version}
 cmds=(kube-apiserver kubelet)
 command -v kubectl >/dev/null 2>&1 || cmds+=(kubectl)
 
 missing=()
 for c in "${cmds[@]}"; do [ -x "$dir/$c" ] || missing+=("$c"); done
 if ((${#missing[@]} == 0)); then
-	echo "kube binaries v$version: cached in $dir"
+	echo "kube binaries v$version: cached in $dir" >&2
+	echo "$dir"
 	exit 0
 fi
 
@@ -24,7 +27,7 @@ work="$dir/.build"
 mkdir -p "$work"
 cd "$work"
 export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -trimpath" CGO_ENABLED=0
-go mod download "k8s.io/kubernetes@v$version"
+go mod download "k8s.io/kubernetes@v$version" >&2
 mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/v$version.mod
 {
 	printf 'module hotreloade2ekube\n\n%s\n\n' "$(grep -E '^go ' "$mod")"
@@ -34,7 +37,7 @@ mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/v$version.mod
 	printf ')\n'
 } >go.mod
 printf 'package kube\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kubelet/app"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' >kube.go
-go mod tidy >/dev/null 2>&1 || go mod tidy
+go mod tidy >/dev/null 2>&1 || go mod tidy >&2
 minor=$(cut -d. -f2 <<<"$version")
 ld="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -45,8 +48,9 @@ for c in "${missing[@]}"; do
 	pkg="k8s.io/kubernetes/cmd/$c"
 	go build -ldflags "$ld" -o "$dir/$c.tmp" "$pkg"
 	mv "$dir/$c.tmp" "$dir/$c"
-	echo "kube binaries v$version: built $c in $(($(date +%s) - s))s"
+	echo "kube binaries v$version: built $c in $(($(date +%s) - s))s" >&2
 done
 cd /
 rm -rf "$work"
-echo "kube binaries v$version: cold build took $(($(date +%s) - start))s, cached in $dir"
+echo "kube binaries v$version: cold build took $(($(date +%s) - start))s, cached in $dir" >&2
+echo "$dir"
