@@ -86,47 +86,7 @@ func TestStress(t *testing.T) {
 	}
 	for _, keys := range []int{1, 50} {
 		t.Run(fmt.Sprintf("%d keys", keys), func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "config")
-			vol := kubelet.New(dir)
-			files := func(round int) map[string]string {
-				f := make(map[string]string, keys)
-				for k := range keys - 1 {
-					f[fmt.Sprintf("fixed%02d", k)] = fmt.Sprint(round)
-				}
-				f[fmt.Sprintf("key%04d", round)] = fmt.Sprint(round)
-				return f
-			}
-			if _, err := vol.Write(payload(files(0))); err != nil {
-				t.Fatal(err)
-			}
-			h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, func(w *Watcher) {
-				w.settle = time.Hour
-			})
-			missed, wrong := 0, 0
-			for round := 1; round <= rounds; round++ {
-				want := files(round)
-				done := make(chan error, 1)
-				go func() {
-					_, err := vol.Write(payload(want))
-					done <- err
-				}()
-				select {
-				case c := <-h.w.Changes():
-					// Checked at once, while the kubelet may still be at work.
-					if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("key%04d", round))); err != nil {
-						missed++
-					}
-					if c.Dir != dir || c.Hash != plainHash(t, want) {
-						wrong++
-					}
-				case <-time.After(timeout):
-					t.Fatalf("round %d: no Change within %s", round, timeout)
-				}
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
-			}
-			h.quiet(t) // no second Change for any round
+			missed, wrong := stress(t, keys, rounds)
 			t.Logf("%d keys: %d rounds, new key not yet visible at the Change in %d (%.1f%%), wrong hash in %d",
 				keys, rounds, missed, 100*float64(missed)/float64(rounds), wrong)
 			if missed != 0 || wrong != 0 {
@@ -134,6 +94,69 @@ func TestStress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkMissedKeys prints the rate of Changes that came before the new
+// key of a kubelet update was visible, over 500 updates (it must be 0).
+func BenchmarkMissedKeys(b *testing.B) {
+	const rounds = 500
+	missed, wrong := 0, 0
+	for b.Loop() {
+		m, w := stress(b, 1, rounds)
+		missed, wrong = missed+m, wrong+w
+	}
+	rate := float64(missed) / float64(rounds*b.N)
+	b.ReportMetric(100*rate, "missed-%")
+	fmt.Printf("BenchmarkMissedKeys: %d kubelet updates adding a key, Change before the key was visible: %d (%.1f%%), wrong hash: %d\n",
+		rounds*b.N, missed, 100*rate, wrong)
+}
+
+// stress drives rounds kubelet updates of a volume with keys keys, each
+// replacing one key by a new one, and checks each Change as it arrives. It
+// returns how many Changes came before the new key was visible through its
+// name, and how many had another hash than the new content's.
+func stress(t testing.TB, keys, rounds int) (missed, wrong int) {
+	dir := filepath.Join(t.TempDir(), "config")
+	vol := kubelet.New(dir)
+	files := func(round int) map[string]string {
+		f := make(map[string]string, keys)
+		for k := range keys - 1 {
+			f[fmt.Sprintf("fixed%02d", k)] = fmt.Sprint(round)
+		}
+		f[fmt.Sprintf("key%04d", round)] = fmt.Sprint(round)
+		return f
+	}
+	if _, err := vol.Write(payload(files(0))); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, func(w *Watcher) {
+		w.settle = time.Hour
+	})
+	for round := 1; round <= rounds; round++ {
+		want := files(round)
+		done := make(chan error, 1)
+		go func() {
+			_, err := vol.Write(payload(want))
+			done <- err
+		}()
+		select {
+		case c := <-h.w.Changes():
+			// Checked at once, while the kubelet may still be at work.
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("key%04d", round))); err != nil {
+				missed++
+			}
+			if c.Dir != dir || c.Hash != plainHash(t, want) {
+				wrong++
+			}
+		case <-time.After(timeout):
+			t.Fatalf("round %d: no Change within %s", round, timeout)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.quiet(t) // no second Change for any round
+	return missed, wrong
 }
 
 // TestBrokenStates checks that a volume in a broken or partial state is
@@ -273,7 +296,7 @@ func relink(t *testing.T, target, link string) {
 }
 
 // plainHash is the hash of a plain directory holding files.
-func plainHash(t *testing.T, files map[string]string) [32]byte {
+func plainHash(t testing.TB, files map[string]string) [32]byte {
 	t.Helper()
 	dir := t.TempDir()
 	writeTree(t, dir, files)

@@ -58,7 +58,7 @@ type harness struct {
 	markers int // Changes caused by markers
 }
 
-func start(t *testing.T, opts Options, setup func(w *Watcher)) *harness {
+func start(t testing.TB, opts Options, setup func(w *Watcher)) *harness {
 	t.Helper()
 	h := &harness{reg: prometheus.NewRegistry(), logs: &syncBuffer{}, marker: t.TempDir()}
 	opts.Dirs = append(opts.Dirs, h.marker)
@@ -93,7 +93,7 @@ func start(t *testing.T, opts Options, setup func(w *Watcher)) *harness {
 }
 
 // waitFor polls cond until it holds, failing after timeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -105,7 +105,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // expect waits for the next Change, which must be for dir with hash want.
-func (h *harness) expect(t *testing.T, dir string, want [32]byte) Change {
+func (h *harness) expect(t testing.TB, dir string, want [32]byte) Change {
 	t.Helper()
 	select {
 	case c := <-h.w.Changes():
@@ -125,7 +125,7 @@ func (h *harness) expect(t *testing.T, dir string, want [32]byte) Change {
 // eventually waits for a Change for dir with hash want, accepting earlier
 // Changes for dir: a writer that is not atomic (truncate, then write) may
 // legitimately be seen half-way. Changes for other dirs fail the test.
-func (h *harness) eventually(t *testing.T, dir string, want [32]byte) {
+func (h *harness) eventually(t testing.TB, dir string, want [32]byte) {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -148,7 +148,7 @@ func (h *harness) eventually(t *testing.T, dir string, want [32]byte) {
 // on a poll or resync tick the volume under test may have been hashed just
 // before the noise while the marker was hashed just after it; the tick that
 // sees the second marker comes after the noise.
-func (h *harness) quiet(t *testing.T) {
+func (h *harness) quiet(t testing.TB) {
 	t.Helper()
 	for range 2 {
 		h.markers++
@@ -175,7 +175,7 @@ func (h *harness) quiet(t *testing.T) {
 
 // writeAtomic replaces the file name in one step, as a careful writer does:
 // written beside it, then renamed over it.
-func writeAtomic(t *testing.T, name, data string) {
+func writeAtomic(t testing.TB, name, data string) {
 	t.Helper()
 	tmp, err := os.CreateTemp(filepath.Dir(filepath.Dir(name)), "tmp")
 	if err != nil {
@@ -206,7 +206,7 @@ func (h *harness) metric(name string) float64 {
 	panic("unknown metric " + name)
 }
 
-func (h *harness) waitMetric(t *testing.T, name string, want float64) {
+func (h *harness) waitMetric(t testing.TB, name string, want float64) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%s == %v", name, want), func() bool { return h.metric(name) == want })
 }
