@@ -80,7 +80,8 @@ func New(dir string) *Volume {
 //  4. mkdir ..YYYY_MM_DD_HH_MM_SS.<random>, chmod 0755;
 //  5. write every item into it in random order, creating nested directories;
 //  6. symlink the new directory's name to ..data_tmp;
-//  7. rename ..data_tmp to ..data (the one atomic step);
+//  7. rename ..data_tmp to ..data (the one atomic step), then call
+//     AfterSwap if it is set;
 //  8. create visible symlinks key -> ..data/key for new top-level keys
 //     (first path element only);
 //  9. unlink visible symlinks of top-level keys that vanished;

@@ -442,3 +442,53 @@ func TestChmodWithoutData(t *testing.T) {
 		t.Error("Chmod on a volume never written returned no error")
 	}
 }
+
+// TestAfterSwap checks that the hook runs between the rename of ..data and
+// the visible links: ..data names the new version, whose new key has no
+// visible link yet, and the vanished key's link and the old version are
+// still there.
+func TestAfterSwap(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vol")
+	v := New(dir)
+	if _, err := v.Write(map[string]File{"old": {Data: []byte("1")}, "kept": {Data: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	v.AfterSwap = func() {
+		calls++
+		now, err := os.Readlink(filepath.Join(dir, "..data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now == before {
+			t.Error("..data not swapped yet")
+		}
+		if got, want := visible(t, dir), []string{"kept", "old"}; !slices.Equal(got, want) {
+			t.Errorf("visible entries = %v, want %v: no link made or removed yet", got, want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, now, "new")); err != nil {
+			t.Errorf("the new version lacks its new item: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, before)); err != nil {
+			t.Errorf("the old version is gone already: %v", err)
+		}
+	}
+	want := map[string]File{"kept": {Data: []byte("2")}, "new": {Data: []byte("2")}}
+	if _, err := v.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("AfterSwap called %d times, want 1", calls)
+	}
+	checkLayout(t, dir, want)
+	if _, err := v.Write(want); err != nil { // identical: no swap, no call
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("AfterSwap called for an identical write")
+	}
+}
