@@ -127,6 +127,19 @@ func waitLoaded(t *testing.T, timeout time.Duration, port int, file, want string
 	return l
 }
 
+// warmUp makes one edit of the ConfigMap "settings" (mounted at dir) reach
+// the app, with a nudge. A pod that has just started is synced again by the
+// kubelet as its containers and probes settle; once an edit has gone
+// through, the pod is in the steady state of a running cluster, where the
+// kubelet syncs it only when asked or at its syncFrequency.
+func warmUp(t *testing.T, ns string, p testPod, dir string) {
+	t.Helper()
+	stamp := fmt.Sprint(time.Now().UnixNano())
+	patchConfigMap(t, ns, "settings", map[string]string{"warm-up": stamp})
+	nudge(t, ns, p.name)
+	waitLoaded(t, nudgeWait, p.appPort, dir+"/warm-up", stamp)
+}
+
 func metricsURL(port int) string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", port) }
 
 func configMapVolume(name, cm string) object {

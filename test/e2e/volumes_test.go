@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -39,10 +40,31 @@ stringData: {password: first}
 	}
 	apply(t, ns, p.manifest(t))
 	waitReady(t, ns, p.name)
-	before := waitLoaded(t, nudgeWait, p.appPort, "/etc/all/mode", "one")
+	waitLoaded(t, nudgeWait, p.appPort, "/etc/all/mode", "one")
+	warmUp(t, ns, p, "/etc/all")
+	before, err := appConfig(p.appPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changesBefore, _, _ := metric(metricsURL(p.metricsPort), "hotreload_changes_total", nil)
+	reloadsBefore, _, _ := metric(metricsURL(p.metricsPort), "hotreload_reloads_total", map[string]string{"result": "success"})
 
-	patchSecret(t, ns, "creds", map[string]string{"password": "second"})
-	patchConfigMap(t, ns, "settings", map[string]string{"mode": "two"})
+	// Both edits at once, then one kubelet sync for both.
+	var wg sync.WaitGroup
+	for _, patch := range [][]string{
+		{"secret", "creds", `{"stringData":{"password":"second"}}`},
+		{"configmap", "settings", `{"data":{"mode":"two"}}`},
+	} {
+		wg.Go(func() {
+			if _, err := kubectl(nil, "-n", ns, "patch", patch[0], patch[1], "--type=merge", "-p", patch[2]); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
 	nudge(t, ns, p.name)
 	after := waitLoaded(t, nudgeWait, p.appPort, "/etc/all/mode", "two")
 	for _, f := range []string{"/etc/creds/password", "/etc/all/db/password"} {
@@ -53,9 +75,9 @@ stringData: {password: first}
 	if after.Generation != before.Generation+1 {
 		t.Errorf("app went from generation %d to %d: want one reload for both volumes", before.Generation, after.Generation)
 	}
-	waitMetric(t, nudgeWait, metricsURL(p.metricsPort), "hotreload_changes_total", nil, 2)
-	if v, _, _ := metric(metricsURL(p.metricsPort), "hotreload_reloads_total", map[string]string{"result": "success"}); v != 1 {
-		t.Errorf(`hotreload_reloads_total{result="success"} = %v, want 1`, v)
+	waitMetric(t, nudgeWait, metricsURL(p.metricsPort), "hotreload_changes_total", nil, changesBefore+2)
+	if v, _, _ := metric(metricsURL(p.metricsPort), "hotreload_reloads_total", map[string]string{"result": "success"}); v != reloadsBefore+1 {
+		t.Errorf(`hotreload_reloads_total{result="success"} went from %v to %v, want one more`, reloadsBefore, v)
 	}
 }
 
@@ -89,6 +111,7 @@ data: {mode: before}
 	apply(t, ns, p.manifest(t))
 	waitReady(t, ns, p.name)
 	waitLoaded(t, nudgeWait, p.appPort, "/etc/config/mode", "before")
+	warmUp(t, ns, p, "/etc/config")
 
 	patchConfigMap(t, ns, "settings", map[string]string{"mode": "after"})
 	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
