@@ -1,0 +1,488 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hotreload/hotreload/controller"
+)
+
+// hotreload-controller (examples/controller) in the real cluster: the two
+// replicas of the shipped manifest, changed by forCluster and, since both
+// share the host's network here, given a metrics port each and the API
+// server's address (there is no kube-proxy for the kubernetes Service).
+
+const (
+	controllerNS    = "hotreload-system"
+	controllerName  = "hotreload-controller"
+	controllerPort0 = 9534 // replica i listens on controllerPort0+i
+	scalePods       = 2000
+	scaleConfigMaps = 2000
+)
+
+// k8sClient is a client of the test's own, for what kubectl would do too
+// slowly (thousands of objects).
+func k8sClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.QPS, rc.Burst = 500, 1000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// ctlReplica is one running controller pod.
+type ctlReplica struct {
+	name string
+	port int
+}
+
+func (r ctlReplica) metrics() string { return metricsURL(r.port) }
+
+// startController applies examples/controller/controller.yaml and waits
+// until both replicas are ready and one holds the Lease.
+func startController(t *testing.T) []ctlReplica {
+	t.Helper()
+	// The namespace first, with the CA ConfigMap that the pods' service
+	// account token volume projects (a controller-manager would make it).
+	if _, err := kubectl(nil, "create", "namespace", controllerNS); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(os.Getenv("E2E_STATE"), "pki", "ca.crt")
+	if _, err := kubectl(nil, "-n", controllerNS, "create", "configmap", "kube-root-ca.crt", "--from-file=ca.crt="+ca); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
+		t.Fatal(err)
+	}
+	var replicas []ctlReplica
+	manifests := forCluster(t, readManifest(t, "examples/controller/controller.yaml"), func(i int, pod object) {
+		port := controllerPort0 + i
+		c := dig[[]any](pod, "spec", "containers")[0].(object)
+		args, _ := c["args"].([]any)
+		c["args"] = append(args, fmt.Sprintf("--web.listen-address=:%d", port), "--log.level=debug")
+		c["ports"].([]any)[0].(object)["containerPort"] = port
+		env, _ := c["env"].([]any)
+		c["env"] = append(env,
+			object{"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+			object{"name": "KUBERNETES_SERVICE_PORT", "value": "6443"})
+		replicas = append(replicas, ctlReplica{dig[string](pod, "metadata", "name"), port})
+	})
+	mustKubectl(t, manifests, "apply", "-f", "-")
+	t.Cleanup(func() {
+		if t.Failed() {
+			dump(t, controllerNS)
+		}
+		if _, err := kubectl(nil, "-n", controllerNS, "delete", "pods", "--all", "--grace-period=5", "--wait=true", "--timeout=90s"); err != nil {
+			t.Errorf("delete the controller's pods: %v", err)
+		}
+	})
+	if len(replicas) != 2 {
+		t.Fatalf("the manifest makes %d replicas, want 2", len(replicas))
+	}
+	for _, r := range replicas {
+		waitReady(t, controllerNS, r.name)
+	}
+	waitFor(t, podWait, func() bool { return leaseHolder(t) != "" }, func() string { return "no replica holds the Lease" })
+	return replicas
+}
+
+// leaseHolder is the replica that holds the Lease, "" if none.
+func leaseHolder(t *testing.T) string {
+	out, _ := kubectl(nil, "-n", controllerNS, "get", "lease", controllerName, "-o", "jsonpath={.spec.holderIdentity}")
+	return strings.TrimSpace(out)
+}
+
+// optIn adds the opt-in annotation to a pod manifest.
+func optIn(t *testing.T, manifest []byte) []byte {
+	t.Helper()
+	var o object
+	if err := json.Unmarshal(manifest, &o); err != nil {
+		t.Fatal(err)
+	}
+	meta := o["metadata"].(object)
+	meta["annotations"] = object{controller.AnnotationNudge: "true"}
+	b, _ := json.Marshal(o)
+	return b
+}
+
+// nudgedValue is the controller's annotation on a pod, "" if none.
+func nudgedValue(ns, name string) string {
+	p, err := getPod(ns, name)
+	if err != nil {
+		return ""
+	}
+	return p.Metadata.Annotations[controller.AnnotationNudged]
+}
+
+func resourceVersion(t *testing.T, ns, kind, name string) string {
+	t.Helper()
+	return strings.TrimSpace(mustKubectl(t, nil, "-n", ns, "get", kind, name, "-o", "jsonpath={.metadata.resourceVersion}"))
+}
+
+// timeLoad patches an object with edit, and returns how long the app took
+// to load want into file (by the app's own clock, on this machine).
+func timeLoad(t *testing.T, p testPod, edit func(), file, want string, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	edit()
+	l := waitLoaded(t, timeout, p.appPort, file, want)
+	return l.LoadedAt.Sub(start)
+}
+
+func TestController(t *testing.T) {
+	t.Parallel()
+	t.Run("without the controller", func(t *testing.T) {
+		t.Parallel()
+		// The same pod, not opted in: each edit waits for the kubelet's
+		// periodic sync, about 70 s, so 3 edits only.
+		ns := namespace(t)
+		apply(t, ns, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {edit: \"0\"}\n"))
+		p := testPod{
+			name: "not-opted-in", appPort: 18210, metricsPort: 19210,
+			volumes: []object{configMapVolume("config", "settings")},
+			mounts:  map[string]string{"config": "/etc/config"},
+		}
+		apply(t, ns, p.manifest(t))
+		waitReady(t, ns, p.name)
+		waitLoaded(t, nudgeWait, p.appPort, "/etc/config/edit", "0")
+		var took []time.Duration
+		for range 3 {
+			took = append(took, timeEdit(t, ns, p, syncWait, false))
+		}
+		printTimes(t, "controller: ConfigMap patch to app reloaded WITHOUT the controller (pod not opted in; 3 edits, each waits for the kubelet's sync)", took)
+		if v := nudgedValue(ns, p.name); v != "" {
+			t.Errorf("a pod that did not opt in was patched: %s=%s", controller.AnnotationNudged, v)
+		}
+	})
+	t.Run("with the controller", func(t *testing.T) {
+		t.Parallel()
+		if dir := os.Getenv("E2E_IMAGES"); dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, "hotreload-controller.tar")); err != nil {
+				t.Skip("no localhost/hotreload-controller:e2e: cluster/images.sh must build it (make image-controller BASE=scratch CONTROLLER_IMAGE=localhost/hotreload-controller:e2e)")
+			}
+		}
+		replicas := startController(t)
+		ns := namespace(t)
+		apply(t, ns, []byte(`
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {edit: "0"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: proj-cm}
+data: {mode: "0"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: "0"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: proj-secret}
+stringData: {token: "0"}
+`))
+		cmPod := testPod{
+			name: "opted-in", appPort: 18211, metricsPort: 19211,
+			volumes: []object{configMapVolume("config", "settings")},
+			mounts:  map[string]string{"config": "/etc/config"},
+		}
+		multiPod := testPod{
+			name: "secret-and-projected", appPort: 18212, metricsPort: 19212,
+			volumes: []object{
+				{"name": "creds", "secret": object{"secretName": "creds"}},
+				{"name": "projected", "projected": object{"sources": []any{
+					object{"configMap": object{"name": "proj-cm"}},
+					object{"secret": object{"name": "proj-secret"}},
+				}}},
+			},
+			mounts: map[string]string{"creds": "/etc/creds", "projected": "/etc/proj"},
+		}
+		bystander := testPod{
+			name: "bystander", appPort: 18213, metricsPort: 19213,
+			volumes: []object{configMapVolume("config", "settings")},
+			mounts:  map[string]string{"config": "/etc/config"},
+		}
+		apply(t, ns, optIn(t, cmPod.manifest(t)))
+		apply(t, ns, optIn(t, multiPod.manifest(t)))
+		apply(t, ns, bystander.manifest(t))
+		for _, p := range []testPod{cmPod, multiPod, bystander} {
+			waitReady(t, ns, p.name)
+		}
+		waitLoaded(t, nudgeWait, cmPod.appPort, "/etc/config/edit", "0")
+		waitLoaded(t, nudgeWait, multiPod.appPort, "/etc/proj/token", "0")
+		if v := nudgedValue(ns, cmPod.name); v != "" {
+			t.Errorf("a pod was patched at its start (%s), before any edit", v)
+		}
+
+		t.Run("ConfigMap edits", func(t *testing.T) {
+			var took []time.Duration
+			for range 12 {
+				took = append(took, timeEdit(t, ns, cmPod, nudgeWait, false))
+			}
+			printTimes(t, "controller: ConfigMap patch to app reloaded WITH the controller", took)
+			slices.Sort(took)
+			if med, max := took[len(took)/2], took[len(took)-1]; med > time.Second || max > 2*time.Second {
+				t.Logf("goal missed: median %s (goal < 1s), max %s (goal < 2s)", med, max)
+			}
+			rv := resourceVersion(t, ns, "configmap", "settings")
+			if got, want := nudgedValue(ns, cmPod.name), "configmap/settings@"+rv; got != want {
+				t.Errorf("pod annotation %s=%q, want %q", controller.AnnotationNudged, got, want)
+			}
+		})
+
+		t.Run("Secret and projected volumes", func(t *testing.T) {
+			for _, c := range []struct {
+				what, file string
+				edit       func(v string)
+			}{
+				{"secret volume", "/etc/creds/password", func(v string) { patchSecret(t, ns, "creds", map[string]string{"password": v}) }},
+				{"projected ConfigMap source", "/etc/proj/mode", func(v string) { patchConfigMap(t, ns, "proj-cm", map[string]string{"mode": v}) }},
+				{"projected Secret source", "/etc/proj/token", func(v string) { patchSecret(t, ns, "proj-secret", map[string]string{"token": v}) }},
+			} {
+				var took []time.Duration
+				for i := range 3 {
+					v := fmt.Sprintf("%s-%d", strings.ReplaceAll(c.what, " ", "-"), i)
+					took = append(took, timeLoad(t, multiPod, func() { c.edit(v) }, c.file, v, nudgeWait))
+				}
+				printTimes(t, "controller: "+c.what+" patch to app reloaded WITH the controller", took)
+			}
+		})
+
+		t.Run("label-only edit reloads nothing", func(t *testing.T) {
+			before, err := appConfig(cmPod.appPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustKubectl(t, nil, "-n", ns, "label", "--overwrite", "configmap", "settings", fmt.Sprintf("e2e-label=%d", time.Now().UnixNano()))
+			want := "configmap/settings@" + resourceVersion(t, ns, "configmap", "settings")
+			waitFor(t, nudgeWait, func() bool { return nudgedValue(ns, cmPod.name) == want }, func() string {
+				return fmt.Sprintf("the label edit was not nudged: %s", nudgedValue(ns, cmPod.name))
+			})
+			// The kubelet syncs the pod at once and writes nothing; a data
+			// edit after it is the app's next reload.
+			timeEdit(t, ns, cmPod, nudgeWait, false)
+			after, err := appConfig(cmPod.appPort)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Generation != before.Generation+1 {
+				t.Errorf("app went from generation %d to %d across a label edit and a data edit, want +1: the label edit reloaded it", before.Generation, after.Generation)
+			}
+		})
+
+		t.Run("a pod that did not opt in is never patched", func(t *testing.T) {
+			if v := nudgedValue(ns, bystander.name); v != "" {
+				t.Errorf("%s was patched: %s=%s", bystander.name, controller.AnnotationNudged, v)
+			}
+		})
+
+		t.Run("leader failover", func(t *testing.T) {
+			old := leaseHolder(t)
+			var standby ctlReplica
+			for _, r := range replicas {
+				if r.name != old {
+					standby = r
+				}
+			}
+			if standby.name == "" {
+				t.Fatalf("Lease holder %q is not one of the replicas %v", old, replicas)
+			}
+			start := time.Now()
+			mustKubectl(t, nil, "-n", controllerNS, "delete", "pod", old, "--wait=false")
+			// Edit as soon as the leader has let the Lease go: no replica
+			// leads at that moment, so only the new leader's catch-up can
+			// nudge it.
+			waitFor(t, nudgeWait, func() bool { return leaseHolder(t) != old }, func() string { return "the leader kept the Lease" })
+			released := time.Since(start)
+			took := timeEdit(t, ns, cmPod, nudgeWait, false)
+			waitFor(t, nudgeWait, func() bool { return leaseHolder(t) == standby.name }, func() string {
+				return fmt.Sprintf("Lease held by %q, want %s", leaseHolder(t), standby.name)
+			})
+			acquired, _ := kubectl(nil, "-n", controllerNS, "get", "lease", controllerName, "-o", "jsonpath={.spec.acquireTime}")
+			figure(t, "controller: leader failover: old leader let the Lease go %.2fs after its pod was deleted; ConfigMap patch made then to app reloaded %.2fs (new leader acquired at %s)",
+				released.Seconds(), took.Seconds(), strings.TrimSpace(acquired))
+			waitMetric(t, nudgeWait, standby.metrics(), "hotreload_controller_leader", nil, 1)
+			rv := resourceVersion(t, ns, "configmap", "settings")
+			if got, want := nudgedValue(ns, cmPod.name), "configmap/settings@"+rv; got != want {
+				t.Errorf("after failover: %s=%q, want %q", controller.AnnotationNudged, got, want)
+			}
+			replicas = []ctlReplica{standby}
+		})
+
+		t.Run("scale", func(t *testing.T) {
+			scale(t, replicas[0])
+		})
+	})
+}
+
+// scale stores scalePods pods bound to a node that does not exist (no
+// kubelet runs them; the API server stores them and the controller watches
+// them), all mounting one ConfigMap, and scaleConfigMaps more ConfigMaps;
+// edits the shared ConfigMap and measures how long the leader takes to
+// patch every pod at its default rate limit, and its memory.
+func scale(t *testing.T, leader ctlReplica) {
+	cs := k8sClient(t)
+	ctx := context.Background()
+	ns := fmt.Sprintf("controller-scale-%d", time.Now().UnixNano()%100000)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// No kubelet will confirm these pods' deletion: delete them at once.
+		zero := int64(0)
+		if err := cs.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+			t.Errorf("delete the scale pods: %v", err)
+		}
+		if err := cs.CoreV1().ConfigMaps(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			t.Errorf("delete the scale ConfigMaps: %v", err)
+		}
+	})
+	rss := func() float64 {
+		v, ok, err := metric(leader.metrics(), "process_resident_memory_bytes", nil)
+		if err != nil || !ok {
+			t.Fatalf("controller RSS: %v (present %v)", err, ok)
+		}
+		return v
+	}
+	rss0 := rss()
+	pods0, _, _ := metric(leader.metrics(), "hotreload_controller_pods", nil)
+
+	// parallel runs f for 0..n-1 on 16 goroutines and fails on the first error.
+	parallel := func(what string, n int, f func(i int) error) {
+		t.Helper()
+		start := time.Now()
+		var (
+			mu    sync.Mutex
+			first error
+			wg    sync.WaitGroup
+			next  = make(chan int)
+		)
+		for range 16 {
+			wg.Go(func() {
+				for i := range next {
+					if err := f(i); err != nil {
+						mu.Lock()
+						if first == nil {
+							first = fmt.Errorf("%s %d: %w", what, i, err)
+						}
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		if first != nil {
+			t.Fatal(first)
+		}
+		t.Logf("%s: %d in %s", what, n, time.Since(start).Round(time.Millisecond))
+	}
+
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"v": "0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	parallel("create ConfigMaps", scaleConfigMaps, func(i int) error {
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)},
+			Data:       map[string]string{"app.yaml": strings.Repeat("x", 256)},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	no := false
+	parallel("create pods on node ghost", scalePods, func(i int) error {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ghost-%04d", i), Annotations: map[string]string{controller.AnnotationNudge: "true"}},
+			Spec: corev1.PodSpec{
+				NodeName:                     "ghost",
+				AutomountServiceAccountToken: &no,
+				Containers: []corev1.Container{{Name: "app", Image: "localhost/hotreload-e2e/pause:e2e",
+					VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/config"}}}},
+				Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}}},
+			},
+		}
+		created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		// What the kubelet would report: the pod runs.
+		created.Status.Phase = corev1.PodRunning
+		_, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	})
+	waitFor(t, nudgeWait, func() bool {
+		v, ok, err := metric(leader.metrics(), "hotreload_controller_pods", nil)
+		return err == nil && ok && v >= pods0+scalePods
+	}, func() string { return "the controller does not see the pods" })
+	rss1 := rss()
+
+	countNudged := func(want string) int {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range list.Items {
+			if v := p.Annotations[controller.AnnotationNudged]; v != "" && (want == "" || v == want) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := countNudged(""); n != 0 {
+		t.Errorf("%d pods were patched as they started, want none", n)
+	}
+
+	patched0, _, _ := metric(leader.metrics(), "hotreload_controller_nudges_total", map[string]string{"result": controller.ResultPatched})
+	start := time.Now()
+	cm, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, "shared", types.MergePatchType, []byte(`{"data":{"v":"1"}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "configmap/shared@" + cm.ResourceVersion
+	var took time.Duration
+	waitFor(t, 10*time.Minute, func() bool {
+		v, _, err := metric(leader.metrics(), "hotreload_controller_nudges_total", map[string]string{"result": controller.ResultPatched})
+		if err != nil || v-patched0 < scalePods {
+			return false
+		}
+		took = time.Since(start)
+		return true
+	}, func() string { return "the controller did not patch every pod" })
+	if n := countNudged(want); n != scalePods {
+		t.Errorf("%d pods have %s=%s, want %d", n, controller.AnnotationNudged, want, scalePods)
+	}
+	rss2 := rss()
+	figure(t, "controller: scale: %d running pods mounting one ConfigMap, all patched %.1fs after its edit (%.0f pods/s, default --qps 50 --burst 100)",
+		scalePods, took.Seconds(), scalePods/took.Seconds())
+	figure(t, "controller: scale: RSS %.1f MiB before, %.1f MiB with %d pods and %d ConfigMaps watched, %.1f MiB after patching them all",
+		rss0/(1<<20), rss1/(1<<20), scalePods, scaleConfigMaps+1, rss2/(1<<20))
+}
