@@ -54,7 +54,9 @@ func decode(t *testing.T, manifests []byte) []object {
 	t.Helper()
 	var objs []object
 	for _, doc := range bytes.Split(manifests, []byte("\n---")) {
-		doc = bytes.TrimPrefix(bytes.TrimSpace(doc), []byte("---"))
+		// Keep the document's last line break: a block scalar at the end
+		// of a document ends with one only if the document does.
+		doc = append(bytes.TrimPrefix(bytes.TrimSpace(doc), []byte("---")), '\n')
 		var o object
 		if err := yaml.Unmarshal(doc, &o); err != nil {
 			t.Fatalf("decode manifest: %v\n%s", err, doc)
