@@ -316,13 +316,20 @@ stringData: {token: "0"}
 			// nudge it.
 			waitFor(t, nudgeWait, func() bool { return leaseHolder(t) != old }, func() string { return "the leader kept the Lease" })
 			released := time.Since(start)
+			editStart := time.Now()
 			took := timeEdit(t, ns, cmPod, nudgeWait, false)
 			waitFor(t, nudgeWait, func() bool { return leaseHolder(t) == standby.name }, func() string {
 				return fmt.Sprintf("Lease held by %q, want %s", leaseHolder(t), standby.name)
 			})
-			acquired, _ := kubectl(nil, "-n", controllerNS, "get", "lease", controllerName, "-o", "jsonpath={.spec.acquireTime}")
-			figure(t, "controller: leader failover: old leader let the Lease go %.2fs after its pod was deleted; ConfigMap patch made then to app reloaded %.2fs (new leader acquired at %s)",
-				released.Seconds(), took.Seconds(), strings.TrimSpace(acquired))
+			out, _ := kubectl(nil, "-n", controllerNS, "get", "lease", controllerName, "-o", "jsonpath={.spec.acquireTime}")
+			acquired, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(out))
+			if err != nil {
+				t.Fatalf("Lease acquireTime %q: %v", out, err)
+			}
+			// The API server keeps microseconds: a margin of one.
+			during := acquired.After(editStart.Add(-time.Microsecond))
+			figure(t, "controller: leader failover: old leader let the Lease go %.2fs after its pod was deleted; ConfigMap patch made then to app reloaded %.2fs (new leader took over %.2fs after the patch; patch made while no replica led: %v)",
+				released.Seconds(), took.Seconds(), acquired.Sub(editStart).Seconds(), during)
 			waitMetric(t, nudgeWait, standby.metrics(), "hotreload_controller_leader", nil, 1)
 			rv := resourceVersion(t, ns, "configmap", "settings")
 			if got, want := nudgedValue(ns, cmPod.name), "configmap/settings@"+rv; got != want {
