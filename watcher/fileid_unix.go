@@ -5,6 +5,9 @@ package watcher
 import (
 	"os"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileID identifies a directory independently of the path that reached it.
@@ -37,4 +40,15 @@ func metaOf(name string) (fileMeta, error) {
 		m.dev, m.ino = uint64(st.Dev), uint64(st.Ino)
 	}
 	return m, nil
+}
+
+// changeTime returns the status change time of name itself (a symlink is
+// not followed), or the far future if it cannot be read, so that nothing
+// compares as later.
+func changeTime(name string) time.Time {
+	var st unix.Stat_t
+	if err := unix.Lstat(name, &st); err != nil {
+		return time.Unix(1<<62, 0)
+	}
+	return time.Unix(st.Ctim.Unix())
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // dataLink is the symlink through which the kubelet publishes the current
@@ -140,6 +141,10 @@ type walk struct {
 	records  []record
 	problems []problem
 	vanished bool // an entry vanished while it was read: something is at work
+
+	dataDir     string    // the version directory ..data names, if any
+	dataChanged time.Time // the latest mtime of a directory walked inside dataDir
+	emptyDir    string    // an empty directory inside dataDir (visible path)
 }
 
 // hashOnce walks root once.
@@ -180,6 +185,7 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 	// top-level entries are compared with the visible ones below.
 	var dataDir string
 	var dataNames []string
+	var dataEntries []os.DirEntry
 	if target != "" {
 		dir := target
 		if !filepath.IsAbs(dir) {
@@ -202,6 +208,9 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 		} else {
 			w.dirs[dir] = idOf(dir, dirInfo)
 			dataDir = dir
+			dataEntries = names
+			w.dataDir = dir
+			w.dataChanged = dirInfo.ModTime()
 			for _, e := range names {
 				if !hidden(e.Name()) {
 					dataNames = append(dataNames, e.Name())
@@ -283,12 +292,45 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 	}
 
 	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir)
-	if w.vanished && res.partial == "" {
+	switch {
+	case res.partial != "" || res.broken != "":
+	case w.vanished:
 		res.partial = reasonVanished
+	case w.emptyDir != "":
+		res.partial = fmt.Sprintf("directory %s of the version that ..data names is empty (the kubelet makes directories only for items: an rm -rf is under way)", w.emptyDir)
+	case dataDir != "" && w.dataChanged.After(changeTime(filepath.Join(real, dataLink))):
+		// The kubelet fills a version directory before it renames ..data
+		// to name it (which sets the link's change time), and never
+		// touches it again.
+		res.partial = "the version directory that ..data names changed after ..data was swapped to it (the kubelet never does that)"
+	case !sameNames(real, entries) || (dataDir != "" && !sameNames(dataDir, dataEntries)):
+		// Read again after the files: a writer (an rm -rf, a script) was
+		// at work during the walk, and the files read may be a mix that
+		// no state of the volume ever held.
+		res.partial = reasonStale
 	}
 	res.dirs = w.dirs
 	res.problems = w.problems
 	return res, nil
+}
+
+// sameNames reports whether dir still lists the entries of before that
+// matter to the hash: the visible names, and ..data_tmp.
+func sameNames(dir string, before []os.DirEntry) bool {
+	now, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	keep := func(es []os.DirEntry) []string {
+		var names []string
+		for _, e := range es {
+			if n := e.Name(); !hidden(n) || n == dataLink+"_tmp" {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+	return slices.Equal(keep(before), keep(now)) // ReadDir sorts by name
 }
 
 // hidden reports whether a name is skipped: the kubelet's "..data",
@@ -380,6 +422,16 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 		w.problem(rel, err)
 		w.records = append(w.records, record{rel: rel, kind: kindUnreadable})
 		return
+	}
+	if w.dataDir != "" && strings.HasPrefix(dir, w.dataDir+string(filepath.Separator)) {
+		// Inside the published version: the kubelet makes directories
+		// only as parents of items, and never changes them afterwards.
+		if len(entries) == 0 {
+			w.emptyDir = rel
+		}
+		if after, err := os.Stat(dir); err == nil && after.ModTime().After(w.dataChanged) {
+			w.dataChanged = after.ModTime() // read after the listing: the latest change
+		}
 	}
 	for _, e := range entries {
 		if hidden(e.Name()) {

@@ -560,6 +560,41 @@ func TestHashDirStates(t *testing.T) {
 			problems: 1,
 		},
 		{
+			name: "empty directory in the published version",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, baseFiles)
+				version, err := os.Readlink(filepath.Join(dir, "..data"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(filepath.Join(dir, version, "conf.d", "tls", "key.pem")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			visible: map[string]string{"app.properties": "color=blue\n", "conf.d/default.conf": "listen 80;\n"},
+			partial: "directory conf.d/tls of the version that ..data names is empty",
+		},
+		{
+			name: "published version changed after the swap",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, baseFiles)
+				version, err := os.Readlink(filepath.Join(dir, "..data"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.RemoveAll(filepath.Join(dir, version, "conf.d", "tls")); err != nil {
+					t.Fatal(err)
+				}
+				// Later than the swap on any clock granularity.
+				later := time.Now().Add(time.Minute)
+				if err := os.Chtimes(filepath.Join(dir, version, "conf.d"), later, later); err != nil {
+					t.Fatal(err)
+				}
+			},
+			visible: map[string]string{"app.properties": "color=blue\n", "conf.d/default.conf": "listen 80;\n"},
+			partial: "changed after ..data was swapped to it",
+		},
+		{
 			name: "..data deleted, links left",
 			setup: func(t *testing.T, dir string) {
 				writeVolume(t, dir, map[string]string{"a": "1"})

@@ -31,12 +31,15 @@
 //     version directory that ..data names has no visible entry yet (the
 //     kubelet renames ..data before it links new keys); a visible symlink
 //     into ..data names an item that does not exist (a vanished key not yet
-//     unlinked); the version directory that ..data names changed while
-//     ..data still names it (the kubelet never writes into a published
-//     version); a volume that had ..data lost it; a kubelet volume shows no
-//     item at all; an entry vanished while it was read; or the volume was
-//     marked dirty again while it was hashed (what was hashed is already
-//     stale). The next step makes an event, and the volume is re-hashed
+//     unlinked); the version directory that ..data names changed after it
+//     was published (the kubelet never writes into a published version:
+//     its content differs from the last hash of the same version, one of
+//     its directories is empty, or a directory's mtime is later than the
+//     swap of ..data); a volume that had ..data lost it; a kubelet volume
+//     shows no item at all; an entry vanished while it was read; the
+//     listing of the root or of the version directory differed after the
+//     files were read; or the volume was marked dirty again while it was
+//     hashed (what was hashed is already stale). The next step makes an event, and the volume is re-hashed
 //     then. A state that lasts longer than the settle bound (2s) is not a
 //     writer at work but a hand-made directory, or a ConfigMap emptied on
 //     purpose: it is reported, with a warning.
@@ -47,7 +50,8 @@
 // reported at once: only a dangling symlink or a kubelet layout out of step
 // marks a state as incomplete. An rm -rf of a plain directory may therefore
 // be reported half-way; an rm -rf of a kubelet volume is not, short of one
-// that races a rewrite the watcher has not yet hashed whole. A volume that
+// that starts within the same filesystem timestamp tick as the swap of a
+// version that the watcher has not yet hashed whole. A volume that
 // keeps changing (a file appended every few milliseconds) is reported at
 // least every 2s.
 //
