@@ -308,24 +308,25 @@ func (w *Watcher) Run(ctx context.Context) error {
 		readers.Wait()
 		w.watchedDirs.Set(0)
 	}()
-	if !w.poll {
-		w.startInotify(&readers, true)
-	}
-
+	// The volumes exist before the event reader starts: it reads w.vols.
 	for i, d := range w.dirs {
-		v := &volume{
+		w.vols = append(w.vols, &volume{
 			idx:     i,
 			dir:     d,
 			path:    filepath.Clean(d),
 			kick:    make(chan struct{}, 1),
-			polling: w.inotify() == nil,
 			hash:    emptyHash,
 			watches: make(map[string]fileID),
 			logged:  make(map[string]bool),
-		}
-		w.vols = append(w.vols, v)
+		})
+	}
+	if !w.poll {
+		w.startInotify(&readers, true)
+	}
+	for _, v := range w.vols {
+		v.polling = w.inotify() == nil
 		if w.poll {
-			level.Info(w.logger).Log("msg", fmt.Sprintf("polling every %s", w.pollInt), "dir", d)
+			level.Info(w.logger).Log("msg", fmt.Sprintf("polling every %s", w.pollInt), "dir", v.dir)
 		}
 	}
 
