@@ -847,7 +847,7 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (a
 		if time.Now().Before(v.retryAt) {
 			return false
 		}
-		v.retryAt = time.Now().Add(w.pollInt)
+		v.retryAt = time.Now().Add(w.pollInt / 2) // at most once per poll tick
 	}
 	for p, id := range want {
 		if have, ok := v.watches[p]; ok && have == id && w.holds(p, v.idx) {
@@ -914,7 +914,7 @@ func (w *Watcher) fallBack(v *volume, err error) {
 		return // a retry that failed again
 	}
 	v.polling = true
-	v.retryAt = time.Now().Add(w.pollInt)
+	v.retryAt = time.Now().Add(w.pollInt / 2) // at most once per poll tick
 	w.errorsTotal.Inc()
 	if errors.Is(err, syscall.ENOSPC) {
 		w.mu.Lock()
