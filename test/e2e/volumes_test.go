@@ -113,17 +113,38 @@ data: {mode: before}
 	waitLoaded(t, nudgeWait, p.appPort, "/etc/config/mode", "before")
 	warmUp(t, ns, p, "/etc/config")
 
-	patchConfigMap(t, ns, "settings", map[string]string{"mode": "after"})
-	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
-	waitLoaded(t, podWait, p.appPort, "/etc/config/mode", "after")
-	var restarts int
+	// The kubelet restarts a container that died at once the first time,
+	// and after a back-off of 10s the next: kill hotreload once and let it
+	// come back, so that the second death keeps it down while the kubelet,
+	// syncing the pod because the container died, writes the new content.
+	// (Restarted at once, hotreload would see the write as it happens, an
+	// ordinary change.)
+	first := mainProc(t, ns, p.name, "hotreload")
+	kill(t, first, syscall.SIGKILL)
+	waitRestarts(t, ns, p.name, "hotreload", 1)
 	waitFor(t, nudgeWait, func() bool {
 		pod, err := getPod(ns, p.name)
 		c, _ := pod.container("hotreload")
-		restarts = c.RestartCount
-		return err == nil && restarts >= 1
-	}, func() string { return fmt.Sprintf("hotreload's restart count is %d: the kill did not take", restarts) })
+		return err == nil && c.Ready
+	}, func() string { return "hotreload did not come back after the first kill" })
+
+	patchConfigMap(t, ns, "settings", map[string]string{"mode": "after"})
+	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
+	waitLoaded(t, podWait, p.appPort, "/etc/config/mode", "after")
+	waitRestarts(t, ns, p.name, "hotreload", 2)
 	if logs := containerLogs(ns, p.name, "hotreload", false); !strings.Contains(logs, "content changed while hotreload was not running") {
 		t.Errorf("the restarted hotreload did not say why it reloaded at start:\n%s", logs)
 	}
+}
+
+// waitRestarts waits until a container's restart count is at least n.
+func waitRestarts(t *testing.T, ns, name, container string, n int) {
+	t.Helper()
+	var restarts int
+	waitFor(t, podWait, func() bool {
+		pod, err := getPod(ns, name)
+		c, _ := pod.container(container)
+		restarts = c.RestartCount
+		return err == nil && restarts >= n
+	}, func() string { return fmt.Sprintf("%s's restart count is %d, want %d", container, restarts, n) })
 }
