@@ -121,6 +121,12 @@ const (
 // unreadableHint says how to make an unreadable file readable.
 const unreadableHint = "set the pod's fsGroup, run hotreload as the file owner's runAsUser, or give the volume a defaultMode that lets group/others read"
 
+// subPathHint is what to do about a --volume-dir that is a file. The likely
+// cause is a ConfigMap key mounted with subPath, which the kubelet never
+// updates: watching the directory that holds it would give a Ready pod that
+// never reloads (seen in a real pod), so the hint says what works.
+const subPathHint = "a subPath mount never updates: mount the whole volume into hotreload's container (no subPath) and give its mount path"
+
 // Options configures a Watcher.
 type Options struct {
 	// Dirs are the volume directories, as given by --volume-dir. A path
@@ -231,7 +237,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		info, err := os.Stat(d)
 		switch {
 		case err == nil && !info.IsDir():
-			return nil, fmt.Errorf("--volume-dir %s: %w: watch the directory that holds it (a subPath mount never updates)", d, errNotDir)
+			return nil, fmt.Errorf("--volume-dir %s: %w: "+subPathHint, d, errNotDir)
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("--volume-dir %s: %w", d, err)
 		}
@@ -750,7 +756,7 @@ func (w *Watcher) lost(v *volume, err error, initial bool) {
 			v.rootErr = err.Error()
 			v.waiting = true
 			w.errorsTotal.Inc()
-			level.Warn(w.logger).Log("msg", "volume is a file, not a directory, waiting for a directory (a subPath mount never updates)", "dir", v.dir)
+			level.Warn(w.logger).Log("msg", "volume is a file, not a directory, waiting for a directory: "+subPathHint, "dir", v.dir)
 		}
 	default:
 		if v.rootErr != err.Error() {

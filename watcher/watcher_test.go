@@ -230,7 +230,7 @@ func TestNew(t *testing.T) {
 	}{
 		{"no dir", Options{}, "--volume-dir: at least one directory is required"},
 		{"empty dir", Options{Dirs: []string{""}}, "--volume-dir: must not be empty"},
-		{"file", Options{Dirs: []string{dir, file}}, "--volume-dir " + file + ": is a file, not a directory: watch the directory that holds it (a subPath mount never updates)"},
+		{"file", Options{Dirs: []string{dir, file}}, "--volume-dir " + file + ": is a file, not a directory: " + subPathHint},
 		{"negative resync", Options{Dirs: []string{dir}, ResyncInterval: -time.Second}, "--resync-interval -1s: must not be negative"},
 		{"negative poll", Options{Dirs: []string{dir}, PollInterval: -time.Second}, "--poll-interval -1s: must not be negative"},
 		{"existing dir", Options{Dirs: []string{dir}}, ""},

@@ -76,6 +76,9 @@ func startController(t *testing.T) []ctlReplica {
 	var replicas []ctlReplica
 	manifests := forCluster(t, readManifest(t, "examples/controller/controller.yaml"), func(i int, pod object) {
 		port := controllerPort0 + i
+		// forCluster names the pod after the Deployment but leaves out
+		// its namespace.
+		dig[object](pod, "metadata")["namespace"] = controllerNS
 		c := dig[[]any](pod, "spec", "containers")[0].(object)
 		args, _ := c["args"].([]any)
 		c["args"] = append(args, fmt.Sprintf("--web.listen-address=:%d", port), "--log.level=debug")

@@ -135,6 +135,31 @@ func TestExamplesDryRun(t *testing.T) {
 	})
 }
 
+// TestDryRunRejectsMistakes: the server-side dry run that TestExamplesDryRun
+// relies on rejects the mistakes examples_test.go no longer checks by hand.
+func TestDryRunRejectsMistakes(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	good := readManifest(t, "examples/prometheus/sidecar.yaml")
+	for _, c := range []struct{ name, old, new, want string }{
+		{"misspelt field", "readOnlyRootFilesystem: true", "readOnlyRootFilesytem: true", `unknown field "spec.template.spec.containers[0].securityContext.readOnlyRootFilesytem"`},
+		{"field at the wrong level", "      automountServiceAccountToken: false", "      automountServiceAccountToken: false\n      readOnlyRootFilesystem: true", `unknown field "spec.template.spec.readOnlyRootFilesystem"`},
+		{"wrong type", "runAsUser: 65532", "runAsUser: sixty", "runAsUser"},
+		{"unknown kind", "kind: Deployment", "kind: Deploymnet", "Deploymnet"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(string(good), c.old, c.new, 1)
+			if bad == string(good) {
+				t.Fatalf("the example has no %q to break", c.old)
+			}
+			_, err := kubectl([]byte(bad), "-n", ns, "apply", "--dry-run=server", "-f", "-")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("dry run of a manifest with a %s: %v; want an error with %q", c.name, err, c.want)
+			}
+		})
+	}
+}
+
 // editConfigMap replaces one key of a ConfigMap by edit of its value.
 func editConfigMap(t *testing.T, ns, name, key string, edit func(string) string) {
 	t.Helper()

@@ -77,7 +77,7 @@ spec:
 	if c.State.Terminated.ExitCode != 2 {
 		t.Errorf("hotreload exited %d, want 2 (bad input)", c.State.Terminated.ExitCode)
 	}
-	for _, want := range []string{"--volume-dir /etc/app/app.conf", "subPath", "mount the whole volume"} {
+	for _, want := range []string{"--volume-dir /etc/app/app.conf", "subPath", "mount the whole volume into hotreload's container"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("hotreload's error does not say %q:\n%s", want, logs)
 		}
