@@ -6,10 +6,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	ossignal "os/signal"
 	"strings"
 	"syscall"
 
@@ -79,6 +79,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	srv.ServeConfigFile(cfg.WebConfigFile)
 
 	names := make([]string, len(cfg.Targets))
 	for i, t := range cfg.Targets {
@@ -88,17 +89,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		"volumes", strings.Join(cfg.VolumeDirs, ","), "targets", strings.Join(names, ","))
 
 	var g run.Group
-	g.Add(until(func(ctx context.Context) error {
-		sig := make(chan os.Signal, 1)
-		ossignal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-		defer ossignal.Stop(sig)
-		select {
-		case s := <-sig:
-			level.Info(logger).Log("msg", "shutting down", "signal", s)
-		case <-ctx.Done():
+	onSignal, stopSignal := run.SignalHandler(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	g.Add(func() error {
+		err := onSignal()
+		if sig := (*run.SignalError)(nil); errors.As(err, &sig) {
+			level.Info(logger).Log("msg", "shutting down", "signal", sig.Signal)
+			return nil // a requested stop, not a failure
 		}
-		return nil
-	}))
+		return err
+	}, stopSignal)
 	g.Add(until(w.Run))
 	g.Add(until(func(ctx context.Context) error { return r.Run(ctx, w.Changes()) }))
 	g.Add(until(srv.Run))

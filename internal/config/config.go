@@ -15,6 +15,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/hotreload/hotreload/internal/web"
 	"github.com/hotreload/hotreload/notifier"
 )
 
@@ -38,6 +39,7 @@ type Config struct {
 	Signal SignalConfig
 
 	ListenAddress string
+	WebConfigFile string // --web.config.file; "" serves plain HTTP without auth
 	TelemetryPath string
 	LogLevel      string
 	LogFormat     string
@@ -136,6 +138,8 @@ func (c *Config) Register(app *kingpin.Application) {
 	// Observability and lifecycle.
 	flag("web.listen-address", "Address to serve metrics and health endpoints on.").
 		Default(":9533").StringVar(&c.ListenAddress)
+	flag("web.config.file", "File that turns on TLS and basic auth for the metrics and health endpoints, in the format of the Prometheus exporter-toolkit (tls_server_config, basic_auth_users); read again at every connection.").
+		PlaceHolder("FILE").StringVar(&c.WebConfigFile)
 	flag("web.telemetry-path", "Path of the metrics endpoint.").
 		Default("/metrics").StringVar(&c.TelemetryPath)
 	enum("log.level", "Log level: debug, info, warn or error.", "info", &c.LogLevel, []string{"debug", "info", "warn", "error"})
@@ -184,6 +188,9 @@ func (c *Config) check() error {
 	}
 	if !strings.HasPrefix(c.TelemetryPath, "/") || c.TelemetryPath == "/" || strings.HasPrefix(c.TelemetryPath, "/-/") {
 		return fmt.Errorf("--web.telemetry-path %q: want a path such as /metrics, not / nor under /-/", c.TelemetryPath)
+	}
+	if err := web.CheckConfigFile(c.WebConfigFile); err != nil {
+		return fmt.Errorf("--web.config.file %s: %w", c.WebConfigFile, err)
 	}
 	if len(c.WebhookURLs) == 0 && c.Signal.Signal == "" {
 		return errors.New("no target: give --webhook-url or --signal")

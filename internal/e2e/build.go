@@ -37,8 +37,8 @@ const GCFlags = "all=-l"
 // do.
 func Build(dir, version string) (string, error) {
 	bin := filepath.Join(dir, "hotreload")
-	ldflags := "-s -w -X github.com/hotreload/hotreload/internal/version.Version=" + version +
-		" -X github.com/hotreload/hotreload/internal/version.Revision=e2e"
+	ldflags := "-s -w -X github.com/prometheus/common/version.Version=" + version +
+		" -X github.com/prometheus/common/version.Revision=e2e"
 	cmd := exec.Command("go", "build", "-trimpath", "-gcflags", GCFlags, "-ldflags", ldflags, "-o", bin, Package)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var out bytes.Buffer

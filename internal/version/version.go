@@ -1,31 +1,33 @@
-// Package version holds the build's identity, set by the linker:
+// Package version is hotreload's build identity. It is kept by
+// github.com/prometheus/common/version, as in every Prometheus component, so
+// --version and hotreload_build_info look like theirs. The linker sets it
+// (LDFLAGS in the Makefile):
 //
-//	-X github.com/hotreload/hotreload/internal/version.Version=v1.0.0
-//	-X github.com/hotreload/hotreload/internal/version.Revision=abc123
+//	-X github.com/prometheus/common/version.Version=v1.0.0
+//	-X github.com/prometheus/common/version.Revision=abc123
+//
+// Without -X, Version is empty and Revision is the VCS revision that go
+// build recorded.
 package version
 
 import (
-	"runtime"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
 )
 
-// Set by -ldflags -X at build time.
+// Version and Revision are the build's, read from prometheus/common/version
+// when the program starts.
 var (
-	Version  = "dev"
-	Revision = "unknown"
+	Version  = version.Version
+	Revision = version.GetRevision()
 )
 
-// String is the line --version prints.
-func String() string {
-	return "hotreload " + Version + " (revision " + Revision + ", " + runtime.Version() + ")"
-}
+// String is what hotreload --version prints: version.Print("hotreload").
+func String() string { return version.Print("hotreload") }
 
-// Register adds hotreload_build_info to reg.
+// Register adds hotreload_build_info to reg: always 1, labelled with the
+// version, revision, branch, Go version, OS and architecture.
 func Register(reg prometheus.Registerer) {
-	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{
-		Name: "hotreload_build_info",
-		Help: "Always 1; the labels tell the version, the revision and the Go version it was built with.",
-	}, []string{"version", "revision", "goversion"}).WithLabelValues(Version, Revision, runtime.Version()).Set(1)
+	reg.MustRegister(versioncollector.NewCollector("hotreload"))
 }

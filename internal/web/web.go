@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
 )
 
 // Volume is the content of one volume that the app was last given.
@@ -62,9 +64,10 @@ func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, 
 
 // Server is the HTTP server of the endpoints.
 type Server struct {
-	logger log.Logger
-	ln     net.Listener
-	srv    *http.Server
+	logger     log.Logger
+	ln         net.Listener
+	srv        *http.Server
+	configFile string
 }
 
 // Listen binds addr, so that a port in use is an error at start.
@@ -83,14 +86,23 @@ func Listen(logger log.Logger, addr string, h http.Handler) (*Server, error) {
 	}, nil
 }
 
-// Addr is the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// ServeConfigFile makes Run serve TLS and basic auth as the web
+// configuration file at path says (the Prometheus exporter-toolkit format,
+// read again at every TLS handshake and basic-auth check). "" serves plain
+// HTTP. Check the file with CheckConfigFile first.
+func (s *Server) ServeConfigFile(path string) { s.configFile = path }
+
+// CheckConfigFile reads the web configuration file at path and its
+// certificates, and tells what is wrong with them. "" is no file, and fine.
+func CheckConfigFile(path string) error { return toolkit.Validate(path) }
 
 // Run serves until ctx is done.
 func (s *Server) Run(ctx context.Context) error {
-	level.Info(s.logger).Log("msg", "listening", "address", s.ln.Addr())
+	level.Info(s.logger).Log("msg", "listening", "address", s.ln.Addr(), "tls", s.configFile != "")
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(s.ln) }()
+	go func() {
+		errc <- toolkit.Serve(s.ln, s.srv, &toolkit.FlagConfig{WebConfigFile: &s.configFile}, slog.New(toolkitLog{s.logger}))
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -66,13 +66,13 @@ func TestServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(nil, s.Addr().String(), http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "address already in use") {
+	if _, err := Listen(nil, s.ln.Addr().String(), http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("Listen on a port in use: err = %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	resp, err := http.Get("http://" + s.Addr().String() + "/-/ready")
+	resp, err := http.Get("http://" + s.ln.Addr().String() + "/-/ready")
 	if err != nil {
 		t.Fatal(err)
 	}

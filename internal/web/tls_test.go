@@ -1,0 +1,155 @@
+package web
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// writeCert writes a self-signed certificate for 127.0.0.1 and its key into
+// dir and returns the certificate's pool and both paths.
+func writeCert(t *testing.T, dir string) (*x509.CertPool, string, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "hotreload test"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool, certFile, keyFile
+}
+
+func TestServeConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	pool, certFile, keyFile := writeCert(t, dir)
+	const password = "s3cret"
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "web.yml")
+	yml := "tls_server_config:\n  cert_file: " + certFile + "\n  key_file: " + keyFile + "\nbasic_auth_users:\n  prometheus: " + string(hash) + "\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckConfigFile(cfg); err != nil {
+		t.Fatalf("CheckConfigFile: %v", err)
+	}
+
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ServeConfigFile(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run after cancel = %v, want nil", err)
+		}
+	}()
+
+	addr := s.ln.Addr().String()
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	get := func(scheme, path, user, pass string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, scheme+"://"+addr+path, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", scheme, path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, path := range []string{"/metrics", "/-/healthy", "/-/ready"} {
+		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
+			if code := get("https", path, "prometheus", password); code != http.StatusOK {
+				t.Errorf("with the password: %d, want 200", code)
+			}
+			if code := get("https", path, "", ""); code != http.StatusUnauthorized {
+				t.Errorf("without a password: %d, want 401", code)
+			}
+			if code := get("https", path, "prometheus", "wrong"); code != http.StatusUnauthorized {
+				t.Errorf("with a wrong password: %d, want 401", code)
+			}
+			if code := get("http", path, "prometheus", password); code != http.StatusBadRequest {
+				t.Errorf("over plain HTTP: %d, want 400", code)
+			}
+		})
+	}
+}
+
+func TestCheckConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		name, path string
+		ok         bool
+	}{
+		{"no file", "", true},
+		{"basic auth only", write("auth.yml", "basic_auth_users:\n  u: $2y$10$X0h1gDsPszWURQaxFh.zoubFi6DXncSjhoQNJgRrnGs7EsimhC7zG\n"), true},
+		{"missing", filepath.Join(dir, "missing.yml"), false},
+		{"unknown field", write("typo.yml", "tls_server_confg: {}\n"), false},
+		{"missing certificate", write("cert.yml", "tls_server_config:\n  cert_file: /nonexistent.crt\n  key_file: /nonexistent.key\n"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := CheckConfigFile(tt.path); (err == nil) != tt.ok {
+				t.Errorf("CheckConfigFile(%q) = %v, want ok=%v", tt.path, err, tt.ok)
+			}
+		})
+	}
+}
