@@ -66,11 +66,11 @@ func startController(t *testing.T) []ctlReplica {
 	t.Helper()
 	// The namespace first, with the CA ConfigMap that the pods' service
 	// account token volume projects (a controller-manager would make it).
-	if _, err := kubectl(nil, "create", "namespace", controllerNS); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
+	if _, err := kubectl(nil, "create", "namespace", controllerNS); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
 	ca := filepath.Join(os.Getenv("E2E_STATE"), "pki", "ca.crt")
-	if _, err := kubectl(nil, "-n", controllerNS, "create", "configmap", "kube-root-ca.crt", "--from-file=ca.crt="+ca); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
+	if _, err := kubectl(nil, "-n", controllerNS, "create", "configmap", "kube-root-ca.crt", "--from-file=ca.crt="+ca); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
 	var replicas []ctlReplica
