@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSecretAndProjectedTogether: a Secret volume (tmpfs) and a projected
@@ -119,17 +120,24 @@ data: {mode: before}
 	// syncing the pod because the container died, writes the new content.
 	// (Restarted at once, hotreload would see the write as it happens, an
 	// ordinary change.)
-	first := mainProc(t, ns, p.name, "hotreload")
-	kill(t, first, syscall.SIGKILL)
+	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
 	waitRestarts(t, ns, p.name, "hotreload", 1)
 	waitFor(t, nudgeWait, func() bool {
 		pod, err := getPod(ns, p.name)
 		c, _ := pod.container("hotreload")
 		return err == nil && c.Ready
 	}, func() string { return "hotreload did not come back after the first kill" })
+	// A sync is followed, about a second later, by another refresh of the
+	// pod's volumes, which would carry an edit made now to the hotreload
+	// about to be killed. Let it pass: the edit must land while hotreload
+	// is down.
+	time.Sleep(3 * time.Second)
 
 	patchConfigMap(t, ns, "settings", map[string]string{"mode": "after"})
 	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
+	if l, err := appConfig(p.appPort); err == nil && l.Files["/etc/config/mode"] == "after" {
+		t.Fatal("the edit reached the app before hotreload was killed: the kubelet refreshed the volume too soon for this test")
+	}
 	waitLoaded(t, podWait, p.appPort, "/etc/config/mode", "after")
 	waitRestarts(t, ns, p.name, "hotreload", 2)
 	if logs := containerLogs(ns, p.name, "hotreload", false); !strings.Contains(logs, "content changed while hotreload was not running") {
