@@ -15,15 +15,11 @@ type Backoff struct {
 	Rand func() float64
 }
 
-// Defaults of Backoff. Delay uses these constants rather than
-// DefaultBackoff, which a caller could change.
+// Defaults of Backoff, for a zero Min or Max.
 const (
 	defaultBackoffMin = 200 * time.Millisecond
 	defaultBackoffMax = 5 * time.Second
 )
-
-// DefaultBackoff is the policy used when none is configured.
-var DefaultBackoff = Backoff{Min: defaultBackoffMin, Max: defaultBackoffMax}
 
 // Delay returns how long to wait before retry n (n >= 1).
 func (b Backoff) Delay(n int) time.Duration {

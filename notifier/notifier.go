@@ -1,6 +1,3 @@
-// Package notifier delivers a reload to one target. A Notifier makes a
-// single attempt; the retry policy (Backoff) is applied by the caller, which
-// also decides when to reload. Nothing here knows about files.
 package notifier
 
 import "context"

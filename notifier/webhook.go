@@ -41,18 +41,18 @@ const (
 	minScrub = 4
 )
 
-// WebhookOptions configures a Webhook. Each field is the value of the flag
-// named in its comment.
+// WebhookOptions configures a Webhook. Errors name a bad option by its field
+// here (see OptionError).
 type WebhookOptions struct {
-	URL                string        // --webhook-url; http or https; userinfo = basic auth
-	Method             string        // --webhook-method; "" means POST; an HTTP token
-	StatusCodes        []string      // --webhook-status-code; each "200" or a class "2xx"; empty means ["200"]
-	Timeout            time.Duration // --webhook-timeout, per attempt; 0 means 30s; negative is an error
-	Headers            []string      // --webhook-header "Name: value"
-	BearerTokenFile    string        // --webhook-bearer-token-file, read at every call (rotated tokens work)
-	CAFile             string        // --webhook-ca-file, PEM, added to the system pool
-	CertFile, KeyFile  string        // --webhook-cert-file / --webhook-key-file: client cert; both or neither
-	InsecureSkipVerify bool          // --webhook-insecure-skip-verify
+	URL                string        // http or https; userinfo = basic auth
+	Method             string        // "" means POST; an HTTP token
+	StatusCodes        []string      // each "200" or a class "2xx", or several joined by commas; empty means ["200"]
+	Timeout            time.Duration // per attempt; 0 means 30s; negative is an error
+	Headers            []string      // "Name: value"
+	BearerTokenFile    string        // read at every call (rotated tokens work)
+	CAFile             string        // PEM, added to the system pool
+	CertFile, KeyFile  string        // client certificate; both or neither
+	InsecureSkipVerify bool          // do not verify the server's certificate
 }
 
 // Webhook reloads an application by calling one URL, for example
@@ -76,9 +76,9 @@ type Webhook struct {
 	method    string        // the HTTP method
 	url       *url.URL      // the URL without userinfo
 	user      *url.Userinfo // basic auth, or nil
-	header    http.Header   // --webhook-header, without Host
+	header    http.Header   // Headers, without Host
 	host      string        // a Host header, or ""
-	tokenFile string        // --webhook-bearer-token-file, or ""
+	tokenFile string        // BearerTokenFile, or ""
 	match     func(code int) bool
 	want      string // the wanted status codes, for messages
 	timeout   time.Duration
@@ -89,8 +89,8 @@ type Webhook struct {
 var _ Target = (*Webhook)(nil)
 
 // NewWebhook checks opts and returns a Webhook. Each problem is reported in
-// one line that names the flag, such as
-// `--webhook-method "PO ST": not a valid HTTP method`.
+// one line, an *OptionError that names the option by its field, such as
+// `Method "PO ST": not a valid HTTP method`.
 //
 // The CA, certificate and key files must be readable now; the certificate
 // and key are read again at every TLS handshake, so rotated ones are used
@@ -113,21 +113,17 @@ func NewWebhook(opts WebhookOptions) (*Webhook, error) {
 		w.method = defaultWebhookMethod
 	}
 	if !isToken(w.method) {
-		return nil, fmt.Errorf("--webhook-method %q: not a valid HTTP method", opts.Method)
+		return nil, NewOptionError("{Method} %q: not a valid HTTP method", opts.Method)
 	}
 	w.op = w.method + " " + w.name
 
-	codes := opts.StatusCodes
-	if len(codes) == 0 {
-		codes = []string{"200"}
-	}
-	if w.match, w.want, err = parseStatusCodes(codes); err != nil {
+	if w.match, w.want, err = parseStatusCodes(opts.StatusCodes); err != nil {
 		return nil, err
 	}
 
 	switch {
 	case opts.Timeout < 0:
-		return nil, fmt.Errorf("--webhook-timeout %s: must not be negative", opts.Timeout)
+		return nil, NewOptionError("{Timeout} %s: must not be negative", opts.Timeout)
 	case opts.Timeout == 0:
 		w.timeout = defaultWebhookTimeout
 	}
@@ -141,7 +137,7 @@ func NewWebhook(opts WebhookOptions) (*Webhook, error) {
 	if opts.BearerTokenFile != "" {
 		// The file may not exist yet, but a directory will never do.
 		if fi, err := os.Stat(opts.BearerTokenFile); err == nil && fi.IsDir() {
-			return nil, fmt.Errorf("--webhook-bearer-token-file %s: is a directory", opts.BearerTokenFile)
+			return nil, NewOptionError("{BearerTokenFile} %s: is a directory", opts.BearerTokenFile)
 		}
 	}
 
@@ -201,7 +197,7 @@ func credentialParts(value string) []string {
 	return parts
 }
 
-// parseWebhookURL parses and checks --webhook-url. Errors quote the URL
+// parseWebhookURL parses and checks the URL option. Errors quote the URL
 // with its credentials redacted.
 func parseWebhookURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
@@ -215,16 +211,16 @@ func parseWebhookURL(raw string) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("--webhook-url %q: scheme must be http or https", redactURL(u))
+		return nil, NewOptionError("{URL} %q: scheme must be http or https", redactURL(u))
 	case u.Host == "":
-		return nil, fmt.Errorf("--webhook-url %q: no host", redactURL(u))
+		return nil, NewOptionError("{URL} %q: no host", redactURL(u))
 	case strings.Contains(raw, "#"):
-		return nil, fmt.Errorf("--webhook-url %q: must not have a fragment (#...)", redactURL(u))
+		return nil, NewOptionError("{URL} %q: must not have a fragment (#...)", redactURL(u))
 	}
 	return u, nil
 }
 
-// parseHeaders fills w.header and w.host from --webhook-header values.
+// parseHeaders fills w.header and w.host from the Headers option.
 // Messages name the header but never quote its value.
 func (w *Webhook) parseHeaders(headers []string) error {
 	for _, h := range headers {
@@ -237,18 +233,18 @@ func (w *Webhook) parseHeaders(headers []string) error {
 			if more {
 				shown += " ..."
 			}
-			return fmt.Errorf("--webhook-header %q: want \"Name: value\"", shown)
+			return NewOptionError("{Headers} %q: want \"Name: value\"", shown)
 		}
 		if !isToken(name) {
-			return fmt.Errorf("--webhook-header %q: not a valid header name", name)
+			return NewOptionError("{Headers} %q: not a valid header name", name)
 		}
 		value = strings.TrimSpace(value)
 		if strings.ContainsFunc(value, isControl) {
-			return fmt.Errorf("--webhook-header %q: value has a control character", name)
+			return NewOptionError("{Headers} %q: value has a control character", name)
 		}
 		if http.CanonicalHeaderKey(name) == "Host" {
 			if value == "" {
-				return fmt.Errorf("--webhook-header %q: empty host", name)
+				return NewOptionError("{Headers} %q: empty host", name)
 			}
 			w.host = value
 			continue
@@ -264,17 +260,17 @@ func (w *Webhook) checkAuthorization(opts WebhookOptions) error {
 	_, header := w.header["Authorization"]
 	switch {
 	case header && opts.BearerTokenFile != "":
-		return errors.New("--webhook-header \"Authorization\" and --webhook-bearer-token-file both set Authorization: use one")
+		return NewOptionError("{Headers} \"Authorization\" and {BearerTokenFile} both set Authorization: use one")
 	case header && w.user != nil:
-		return errors.New("--webhook-header \"Authorization\" and the user in --webhook-url both set Authorization: use one")
+		return NewOptionError("{Headers} \"Authorization\" and the user in {URL} both set Authorization: use one")
 	case w.user != nil && opts.BearerTokenFile != "":
-		return errors.New("--webhook-bearer-token-file and the user in --webhook-url both set Authorization: use one")
+		return NewOptionError("{BearerTokenFile} and the user in {URL} both set Authorization: use one")
 	}
 	return nil
 }
 
 // newTLSConfig builds the client's TLS configuration: the system roots (for an
-// https URL) plus --webhook-ca-file, and a client certificate read at every
+// https URL) plus CAFile, and a client certificate read at every
 // handshake.
 func newTLSConfig(opts WebhookOptions, https bool) (*tls.Config, error) {
 	var pool *x509.CertPool // nil: the system's, for an http URL that redirects to https
@@ -284,24 +280,24 @@ func newTLSConfig(opts WebhookOptions, https bool) (*tls.Config, error) {
 	if opts.CAFile != "" {
 		pem, err := os.ReadFile(opts.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("--webhook-ca-file %s: %w", opts.CAFile, err)
+			return nil, NewOptionError("{CAFile} %s: %w", opts.CAFile, err)
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--webhook-ca-file %s: no certificates found", opts.CAFile)
+			return nil, NewOptionError("{CAFile} %s: no certificates found", opts.CAFile)
 		}
 	}
 	cfg := &tls.Config{
 		RootCAs:            pool,
-		InsecureSkipVerify: opts.InsecureSkipVerify, //nolint:gosec // asked for by --webhook-insecure-skip-verify
+		InsecureSkipVerify: opts.InsecureSkipVerify, //nolint:gosec // asked for by InsecureSkipVerify
 		MinVersion:         tls.VersionTLS12,
 	}
 	switch {
 	case (opts.CertFile == "") != (opts.KeyFile == ""):
-		return nil, errors.New("--webhook-cert-file and --webhook-key-file go together")
+		return nil, NewOptionError("{CertFile} and {KeyFile} go together")
 	case opts.CertFile != "":
 		certFile, keyFile := opts.CertFile, opts.KeyFile
 		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-			return nil, fmt.Errorf("--webhook-cert-file %s with --webhook-key-file %s: %w", certFile, keyFile, err)
+			return nil, NewOptionError("{CertFile} %s with {KeyFile} %s: %w", certFile, keyFile, err)
 		}
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -366,7 +362,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	case req.URL.Hostname() != first.URL.Hostname():
 		return fmt.Errorf("redirected to %s: refusing to follow to another host", redactURL(req.URL))
 	case req.Method != first.Method:
-		return fmt.Errorf("redirected to %s, which would turn %s into %s: point --webhook-url there",
+		return NewOptionError("redirected to %s, which would turn %s into %s: point {URL} there",
 			redactURL(req.URL), first.Method, req.Method)
 	case via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https":
 		return fmt.Errorf("redirected to %s: refusing to leave https", redactURL(req.URL))
@@ -483,7 +479,9 @@ func (w *Webhook) transportError(parent, attempt context.Context, err error, tok
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return fail("connection closed by the app before a response", err)
 	case errors.As(err, &unknownCA):
-		return fail("TLS: certificate signed by an unknown authority (trust it with --webhook-ca-file)", err)
+		hint := NewOptionError("TLS: certificate signed by an unknown authority (trust it with {CAFile})")
+		hint.cause = err
+		return fail(hint.Error(), hint)
 	case errors.As(err, &certErr):
 		return fail("TLS: "+certErr.Err.Error(), err)
 	}
@@ -602,16 +600,16 @@ func redactURL(u *url.URL) string {
 	return r.String()
 }
 
-// unparsedURLError reports a --webhook-url that does not parse, showing its
+// unparsedURLError reports a URL option that does not parse, showing its
 // scheme only: where a password holds / ? # or a bad % escape, whatever
 // follows the scheme may be part of it.
 func unparsedURLError(raw string) error {
 	const hint = "not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)"
 	scheme, _, ok := strings.Cut(raw, "://")
 	if !ok || !isScheme(scheme) {
-		return errors.New("--webhook-url: " + hint)
+		return NewOptionError("{URL}: %s", hint)
 	}
-	return fmt.Errorf("--webhook-url %q: %s", scheme+"://...", hint)
+	return NewOptionError("{URL} %q: %s", scheme+"://...", hint)
 }
 
 // isScheme reports whether s is a URL scheme (RFC 3986, 3.1).

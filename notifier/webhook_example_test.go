@@ -27,5 +27,5 @@ func ExampleNewWebhook() {
 		StatusCodes: []string{"2x5"},
 	})
 	fmt.Println(err)
-	// Output: --webhook-status-code "2x5": want a code such as 200 or a class such as 2xx
+	// Output: StatusCodes "2x5": want a code such as 200 or a class such as 2xx
 }

@@ -1,26 +1,19 @@
 package notifier
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
 
-// ParseStatusCodes parses --webhook-status-code values and returns a
-// function that reports whether a status code is wanted. Each value is a
-// code from 100 to 599, such as 200, or a class, such as 2xx; a value may
-// also list several separated by commas. No values means 200 only.
-func ParseStatusCodes(specs []string) (func(code int) bool, error) {
+// parseStatusCodes parses the StatusCodes option and returns a function
+// that reports whether a status code is wanted, and the wanted codes as text
+// for messages, such as "200 or 2xx". Each value is a code from 100 to 599,
+// such as 200, or a class, such as 2xx; a value may also list several
+// separated by commas.
+func parseStatusCodes(specs []string) (match func(code int) bool, want string, err error) {
 	if len(specs) == 0 {
 		specs = []string{"200"}
 	}
-	match, _, err := parseStatusCodes(specs)
-	return match, err
-}
-
-// parseStatusCodes is ParseStatusCodes that also returns the wanted codes
-// as text for messages, such as "200 or 2xx".
-func parseStatusCodes(specs []string) (match func(code int) bool, want string, err error) {
 	var (
 		codes   = make(map[int]bool)
 		classes = make(map[int]bool)
@@ -31,7 +24,7 @@ func parseStatusCodes(specs []string) (match func(code int) bool, want string, e
 			s = strings.TrimSpace(s)
 			code, class, ok := parseStatusCode(strings.ToLower(s))
 			if !ok {
-				return nil, "", fmt.Errorf("--webhook-status-code %q: want a code such as 200 or a class such as 2xx", s)
+				return nil, "", NewOptionError("{StatusCodes} %q: want a code such as 200 or a class such as 2xx", s)
 			}
 			if class > 0 {
 				classes[class] = true

@@ -140,77 +140,77 @@ func TestNewWebhookValidation(t *testing.T) {
 		{name: "class in capitals", opts: WebhookOptions{URL: url, StatusCodes: []string{"2XX"}}},
 
 		{name: "no scheme", opts: WebhookOptions{URL: "localhost:9090/-/reload"},
-			wantErr: `--webhook-url "localhost:9090/-/reload": scheme must be http or https`},
+			wantErr: `URL "localhost:9090/-/reload": scheme must be http or https`},
 		{name: "empty URL", opts: WebhookOptions{},
-			wantErr: `--webhook-url "": scheme must be http or https`},
+			wantErr: `URL "": scheme must be http or https`},
 		{name: "other scheme", opts: WebhookOptions{URL: "ftp://example.com/"},
-			wantErr: `--webhook-url "ftp://example.com/": scheme must be http or https`},
+			wantErr: `URL "ftp://example.com/": scheme must be http or https`},
 		{name: "no host", opts: WebhookOptions{URL: "http:///-/reload"},
-			wantErr: `--webhook-url "http:///-/reload": no host`},
+			wantErr: `URL "http:///-/reload": no host`},
 		{name: "fragment", opts: WebhookOptions{URL: url + "#top"},
-			wantErr: `--webhook-url "http://127.0.0.1:9090/-/reload#top": must not have a fragment`},
+			wantErr: `URL "http://127.0.0.1:9090/-/reload#top": must not have a fragment`},
 		{name: "does not parse", opts: WebhookOptions{URL: "http://127.0.0.1:90 90/"},
-			wantErr: `--webhook-url "http://...": not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`},
+			wantErr: `URL "http://...": not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`},
 		{name: "does not parse, with a password", opts: WebhookOptions{URL: "http://admin:s3cret-pw@127.0.0.1:90 90/?token=s3cret-q"},
-			wantErr: `--webhook-url "http://...": not a valid URL;`, secret: "s3cret"},
+			wantErr: `URL "http://...": not a valid URL;`, secret: "s3cret"},
 		{name: "no scheme, does not parse", opts: WebhookOptions{URL: "admin:s3cret-pw@127.0.0.1:90 90/"},
-			wantErr: `--webhook-url: not a valid URL;`, secret: "s3cret"},
+			wantErr: `URL: not a valid URL;`, secret: "s3cret"},
 		{name: "scheme error with a password", opts: WebhookOptions{URL: "ftp://admin:s3cret-pw@h/?token=s3cret-q"},
-			wantErr: `--webhook-url "ftp://admin:xxxxx@h/?token=xxxxx": scheme must be`, secret: "s3cret"},
+			wantErr: `URL "ftp://admin:xxxxx@h/?token=xxxxx": scheme must be`, secret: "s3cret"},
 
 		{name: "method with a space", opts: WebhookOptions{URL: url, Method: "PO ST"},
-			wantErr: `--webhook-method "PO ST": not a valid HTTP method`},
+			wantErr: `Method "PO ST": not a valid HTTP method`},
 		{name: "method with a slash", opts: WebhookOptions{URL: url, Method: "POST/1"},
-			wantErr: `--webhook-method "POST/1": not a valid HTTP method`},
+			wantErr: `Method "POST/1": not a valid HTTP method`},
 
 		{name: "status code pattern", opts: WebhookOptions{URL: url, StatusCodes: []string{"2x5"}},
-			wantErr: `--webhook-status-code "2x5": want a code such as 200 or a class such as 2xx`},
+			wantErr: `StatusCodes "2x5": want a code such as 200 or a class such as 2xx`},
 		{name: "status code too high", opts: WebhookOptions{URL: url, StatusCodes: []string{"200", "600"}},
-			wantErr: `--webhook-status-code "600": want a code`},
+			wantErr: `StatusCodes "600": want a code`},
 		{name: "status code in a list", opts: WebhookOptions{URL: url, StatusCodes: []string{"200,20"}},
-			wantErr: `--webhook-status-code "20": want a code`},
+			wantErr: `StatusCodes "20": want a code`},
 		{name: "empty status code", opts: WebhookOptions{URL: url, StatusCodes: []string{""}},
-			wantErr: `--webhook-status-code "": want a code`},
+			wantErr: `StatusCodes "": want a code`},
 
 		{name: "negative timeout", opts: WebhookOptions{URL: url, Timeout: -time.Second},
-			wantErr: `--webhook-timeout -1s: must not be negative`},
+			wantErr: `Timeout -1s: must not be negative`},
 
 		{name: "header without a colon", opts: WebhookOptions{URL: url, Headers: []string{"Foo"}},
-			wantErr: `--webhook-header "Foo": want "Name: value"`},
+			wantErr: `Headers "Foo": want "Name: value"`},
 		{name: "header without a colon hides the rest", opts: WebhookOptions{URL: url, Headers: []string{"Authorization Bearer s3cret-h"}},
-			wantErr: `--webhook-header "Authorization ...": want "Name: value"`, secret: "s3cret"},
+			wantErr: `Headers "Authorization ...": want "Name: value"`, secret: "s3cret"},
 		{name: "header name with a space", opts: WebhookOptions{URL: url, Headers: []string{"X Token: s3cret-h"}},
-			wantErr: `--webhook-header "X Token": not a valid header name`, secret: "s3cret"},
+			wantErr: `Headers "X Token": not a valid header name`, secret: "s3cret"},
 		{name: "header without a name", opts: WebhookOptions{URL: url, Headers: []string{": s3cret-h"}},
-			wantErr: `--webhook-header "": not a valid header name`, secret: "s3cret"},
+			wantErr: `Headers "": not a valid header name`, secret: "s3cret"},
 		{name: "header value with a newline", opts: WebhookOptions{URL: url, Headers: []string{"X-Token: s3cret\nEvil: 1"}},
-			wantErr: `--webhook-header "X-Token": value has a control character`, secret: "s3cret"},
+			wantErr: `Headers "X-Token": value has a control character`, secret: "s3cret"},
 		{name: "empty Host header", opts: WebhookOptions{URL: url, Headers: []string{"Host: "}},
-			wantErr: `--webhook-header "Host": empty host`},
+			wantErr: `Headers "Host": empty host`},
 		{name: "Authorization header and token file", opts: WebhookOptions{URL: url, Headers: []string{"authorization: Basic s3cret-h"}, BearerTokenFile: missing},
-			wantErr: `--webhook-header "Authorization" and --webhook-bearer-token-file both set Authorization`, secret: "s3cret"},
+			wantErr: `Headers "Authorization" and BearerTokenFile both set Authorization`, secret: "s3cret"},
 		{name: "Authorization header and user in URL", opts: WebhookOptions{URL: "http://u:p@h/", Headers: []string{"Authorization: x"}},
-			wantErr: `--webhook-header "Authorization" and the user in --webhook-url both set Authorization`},
+			wantErr: `Headers "Authorization" and the user in URL both set Authorization`},
 		{name: "user in URL and token file", opts: WebhookOptions{URL: "http://u:p@h/", BearerTokenFile: missing},
-			wantErr: `--webhook-bearer-token-file and the user in --webhook-url both set Authorization`},
+			wantErr: `BearerTokenFile and the user in URL both set Authorization`},
 
 		{name: "token file is a directory", opts: WebhookOptions{URL: url, BearerTokenFile: dir},
-			wantErr: fmt.Sprintf(`--webhook-bearer-token-file %s: is a directory`, dir)},
+			wantErr: fmt.Sprintf(`BearerTokenFile %s: is a directory`, dir)},
 
 		{name: "CA file missing", opts: WebhookOptions{URL: url, CAFile: missing},
-			wantErr: fmt.Sprintf(`--webhook-ca-file %s: open %s: no such file or directory`, missing, missing)},
+			wantErr: fmt.Sprintf(`CAFile %s: open %s: no such file or directory`, missing, missing)},
 		{name: "CA file without certificates", opts: WebhookOptions{URL: url, CAFile: notPEM},
-			wantErr: fmt.Sprintf(`--webhook-ca-file %s: no certificates found`, notPEM)},
+			wantErr: fmt.Sprintf(`CAFile %s: no certificates found`, notPEM)},
 		{name: "cert without key", opts: WebhookOptions{URL: url, CertFile: certFile},
-			wantErr: `--webhook-cert-file and --webhook-key-file go together`},
+			wantErr: `CertFile and KeyFile go together`},
 		{name: "key without cert", opts: WebhookOptions{URL: url, KeyFile: keyFile},
-			wantErr: `--webhook-cert-file and --webhook-key-file go together`},
+			wantErr: `CertFile and KeyFile go together`},
 		{name: "cert file missing", opts: WebhookOptions{URL: url, CertFile: missing, KeyFile: keyFile},
-			wantErr: fmt.Sprintf(`--webhook-cert-file %s with --webhook-key-file %s: open %s: no such file or directory`, missing, keyFile, missing)},
+			wantErr: fmt.Sprintf(`CertFile %s with KeyFile %s: open %s: no such file or directory`, missing, keyFile, missing)},
 		{name: "key of another cert", opts: WebhookOptions{URL: url, CertFile: certFile, KeyFile: otherKey},
-			wantErr: fmt.Sprintf(`--webhook-cert-file %s with --webhook-key-file %s: tls: private key does not match public key`, certFile, otherKey)},
+			wantErr: fmt.Sprintf(`CertFile %s with KeyFile %s: tls: private key does not match public key`, certFile, otherKey)},
 		{name: "cert file is not PEM", opts: WebhookOptions{URL: url, CertFile: notPEM, KeyFile: keyFile},
-			wantErr: fmt.Sprintf(`--webhook-cert-file %s with --webhook-key-file %s: tls:`, notPEM, keyFile)},
+			wantErr: fmt.Sprintf(`CertFile %s with KeyFile %s: tls:`, notPEM, keyFile)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,7 +239,7 @@ func TestNewWebhookValidation(t *testing.T) {
 	}
 }
 
-func TestParseStatusCodes(t *testing.T) {
+func TestStatusCodes(t *testing.T) {
 	tests := []struct {
 		name    string
 		specs   []string
@@ -254,33 +254,33 @@ func TestParseStatusCodes(t *testing.T) {
 		{name: "class", specs: []string{"2xx"}, match: []int{200, 204, 299}, nomatch: []int{199, 300, 500}},
 		{name: "class in capitals", specs: []string{"3XX"}, match: []int{301}, nomatch: []int{200}},
 		{name: "class and code", specs: []string{"2xx", "304"}, match: []int{201, 304}, nomatch: []int{301}},
-		{name: "letters", specs: []string{"ok"}, wantErr: `--webhook-status-code "ok": want a code such as 200 or a class such as 2xx`},
-		{name: "partial class", specs: []string{"2x5"}, wantErr: `--webhook-status-code "2x5"`},
-		{name: "class 6", specs: []string{"6xx"}, wantErr: `--webhook-status-code "6xx"`},
-		{name: "too long", specs: []string{"2000"}, wantErr: `--webhook-status-code "2000"`},
-		{name: "signed", specs: []string{"+20"}, wantErr: `--webhook-status-code "+20"`},
-		{name: "below 100", specs: []string{"099"}, wantErr: `--webhook-status-code "099"`},
+		{name: "letters", specs: []string{"ok"}, wantErr: `StatusCodes "ok": want a code such as 200 or a class such as 2xx`},
+		{name: "partial class", specs: []string{"2x5"}, wantErr: `StatusCodes "2x5"`},
+		{name: "class 6", specs: []string{"6xx"}, wantErr: `StatusCodes "6xx"`},
+		{name: "too long", specs: []string{"2000"}, wantErr: `StatusCodes "2000"`},
+		{name: "signed", specs: []string{"+20"}, wantErr: `StatusCodes "+20"`},
+		{name: "below 100", specs: []string{"099"}, wantErr: `StatusCodes "099"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			match, err := ParseStatusCodes(tt.specs)
+			match, _, err := parseStatusCodes(tt.specs)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ParseStatusCodes(%q) error = %v, want one containing %q", tt.specs, err, tt.wantErr)
+					t.Fatalf("parseStatusCodes(%q) error = %v, want one containing %q", tt.specs, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("ParseStatusCodes(%q): %v", tt.specs, err)
+				t.Fatalf("parseStatusCodes(%q): %v", tt.specs, err)
 			}
 			for _, code := range tt.match {
 				if !match(code) {
-					t.Errorf("ParseStatusCodes(%q) does not match %d", tt.specs, code)
+					t.Errorf("parseStatusCodes(%q) does not match %d", tt.specs, code)
 				}
 			}
 			for _, code := range tt.nomatch {
 				if match(code) {
-					t.Errorf("ParseStatusCodes(%q) matches %d", tt.specs, code)
+					t.Errorf("parseStatusCodes(%q) matches %d", tt.specs, code)
 				}
 			}
 		})
@@ -609,7 +609,7 @@ func TestNotifyRedirect(t *testing.T) {
 		{name: "307 keeps POST", method: "POST", path: "/temporary", wantMethod: "POST"},
 		{name: "302 after GET", method: "GET", path: "/found", wantMethod: "GET"},
 		{name: "302 would turn POST into GET", method: "POST", path: "/found",
-			wantErr: "POST " + srv.URL + "/found: redirected to " + srv.URL + "/-/reload?token=xxxxx, which would turn POST into GET: point --webhook-url there"},
+			wantErr: "POST " + srv.URL + "/found: redirected to " + srv.URL + "/-/reload?token=xxxxx, which would turn POST into GET: point URL there"},
 		{name: "loop", method: "POST", path: "/loop", wantErr: "POST " + srv.URL + "/loop: stopped after 10 redirects"},
 		{name: "another host", method: "POST", path: "/elsewhere",
 			wantErr: "POST " + srv.URL + "/elsewhere: redirected to http://example.com/-/reload?token=xxxxx: refusing to follow to another host"},
@@ -756,7 +756,7 @@ func TestNoCredentialInNamesOrErrors(t *testing.T) {
 // error shows the scheme only, never a part of the password nor the
 // parser's text, which quotes it.
 func TestUnparsedURLShowsNoPassword(t *testing.T) {
-	const want = `--webhook-url "http://...": not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`
+	const want = `URL "http://...": not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`
 	for _, password := range []string{"s3cret/pw", "s3cret?pw", "s3cret#pw", "s3cret%zz", "12/s3cret", "12?s3cret", "12#s3cret"} {
 		t.Run(password, func(t *testing.T) {
 			_, err := NewWebhook(WebhookOptions{URL: "http://admin:" + password + "@127.0.0.1:9090/-/reload"})

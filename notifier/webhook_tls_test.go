@@ -105,7 +105,7 @@ func (ca *testCA) writeClientCertTo(t *testing.T, certFile, keyFile, cn string) 
 }
 
 // startTLSServer starts an httptest TLS server and writes its certificate
-// to a PEM file, to use as --webhook-ca-file.
+// to a PEM file, to use as CAFile.
 func startTLSServer(t *testing.T, h http.Handler, cfg *tls.Config) (srv *httptest.Server, caFile string) {
 	t.Helper()
 	srv = httptest.NewUnstartedServer(h)
@@ -132,9 +132,9 @@ func TestNotifyTLS(t *testing.T) {
 		partial bool   // wantErr is a prefix of the message, which also says "not localhost"
 	}{
 		{name: "CA file", opts: WebhookOptions{CAFile: caFile}},
-		{name: "no CA file", wantErr: "TLS: certificate signed by an unknown authority (trust it with --webhook-ca-file)"},
+		{name: "no CA file", wantErr: "TLS: certificate signed by an unknown authority (trust it with CAFile)"},
 		{name: "another CA", opts: WebhookOptions{CAFile: otherCA.file},
-			wantErr: "TLS: certificate signed by an unknown authority (trust it with --webhook-ca-file)"},
+			wantErr: "TLS: certificate signed by an unknown authority (trust it with CAFile)"},
 		{name: "skip verify", opts: WebhookOptions{InsecureSkipVerify: true}},
 		{name: "wrong host name", url: "https://localhost:" + port, opts: WebhookOptions{CAFile: caFile},
 			wantErr: "TLS: x509: certificate is valid for example.com", partial: true},

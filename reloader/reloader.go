@@ -1,17 +1,3 @@
-// Package reloader decides when to reload: it takes content changes from the
-// watcher, waits for a burst to settle (debounce, with an upper bound), and
-// asks every target for the content the volumes now hold. Each target has
-// its own delivery loop: at most one attempt in flight, retries with backoff,
-// and latest wins, so a change that arrives during a delivery folds into one
-// follow-up and a superseded change is never retried on its own.
-//
-// A target is given content, not events: the loop remembers, per target, the
-// content it last delivered (a hash per volume) and delivers only when the
-// content asked for differs from it. A burst that ends on what the app
-// already has reloads nothing, a failed change that is reverted to the
-// delivered content is dropped, and one that stays changed is re-sent. At
-// start the delivered content is the startup content (the app has just read
-// it), or what a state file says was delivered before a restart.
 package reloader
 
 import (
@@ -200,8 +186,6 @@ func (r *Reloader) begin(ctx context.Context) error {
 	var recorded map[string]map[string]StateEntry // target -> dir -> entry
 	if r.opts.State != nil {
 		recorded = r.opts.State.load(r.logger)
-	} else {
-		level.Info(r.logger).Log("msg", "no --state-file: a change made while hotreload is not running (a restart, a crash) cannot be detected; mount an emptyDir and set --state-file to a file in it")
 	}
 
 	r.mu.Lock()
@@ -428,7 +412,7 @@ func (r *Reloader) saveLocked() {
 		}
 	}
 	if err := r.opts.State.save(s); err != nil {
-		level.Warn(r.logger).Log("msg", "cannot write --state-file, a restart will not know what was delivered; retrying at the next reload", "err", err)
+		level.Warn(r.logger).Log("msg", "cannot write the state file, a restart will not know what was delivered; retrying at the next reload", "file", r.opts.State.Path(), "err", err)
 	}
 }
 

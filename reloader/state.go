@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+
+	"github.com/hotreload/hotreload/notifier"
 )
 
 // StateFile records, per volume and per target, the content last delivered,
@@ -50,13 +52,14 @@ type stateEntryJSON struct {
 
 // OpenStateFile checks that path can be written (its directory exists and
 // is writable, and it is not a directory) and returns the StateFile. Its
-// errors are one line naming --state-file.
+// errors are one line, a *notifier.OptionError that names the file
+// {StateFile}.
 func OpenStateFile(path string) (*StateFile, error) {
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("--state-file %s: "+format, append([]any{path}, args...)...)
+		return notifier.NewOptionError("{StateFile} %s: "+format, append([]any{path}, args...)...)
 	}
 	if path == "" {
-		return nil, errors.New("--state-file: must not be empty")
+		return nil, notifier.NewOptionError("{StateFile}: must not be empty")
 	}
 	dir := filepath.Dir(path)
 	info, err := os.Stat(dir)

@@ -22,4 +22,11 @@
 // Sending needs the target's uid, or CAP_KILL in effect, which a container
 // has only when it runs as root. The package is Linux only; /proc is read
 // with github.com/prometheus/procfs.
+//
+// It is a library: it knows nothing of hotreload's command line. Its errors
+// name an option by its field in Options (ProcessName, Force), including the
+// advice in a failed reload's error ("use Force to send anyway"); they are
+// *notifier.OptionError, which a program explains in its own terms, as
+// hotreload's internal/config does with its flags (--process-name,
+// --signal-force).
 package signal

@@ -22,8 +22,8 @@ func ExampleParse() {
 	// hup: 1 SIGHUP
 	// 10: 10 SIGUSR1
 	// SIGRTMIN+3: 37 SIGRTMIN+3
-	// --signal "SIGKILL": SIGKILL cannot be caught, so no process can reload on it
-	// --signal "FOO": unknown signal
+	// Signal "SIGKILL": SIGKILL cannot be caught, so no process can reload on it
+	// Signal "FOO": unknown signal
 }
 
 func ExampleSelector_Select() {

@@ -38,11 +38,11 @@ const (
 // and PIDFile must be set; a process must match all that are.
 type Options struct {
 	Signal         syscall.Signal
-	ProcessName    string // --process-name, see MatchName
-	ProcessCmdline string // --process-cmdline, a regexp over Process.Cmdline
-	PIDFile        string // --pid-file, read at every attempt
+	ProcessName    string // see MatchName
+	ProcessCmdline string // a regexp over Process.Cmdline
+	PIDFile        string // read at every attempt
 	// Force sends the signal even when the target does not handle it and
-	// would be terminated, stopped, or left unaffected by it (--signal-force).
+	// would be terminated, stopped, or left unaffected by it.
 	// A program that takes the signal with sigwait(2) or a signalfd(2)
 	// neither catches nor ignores it, and needs Force.
 	Force bool
@@ -52,7 +52,7 @@ type Options struct {
 	// ConfirmTimeout, when positive, is how long to wait after sending for
 	// a target that has children (nginx, HAProxy and Apache workers) to
 	// replace them, as those apps do on a reload that took and not on one
-	// that failed (--signal-confirm-timeout). The reload counts once one
+	// that failed. The reload counts once one
 	// of the children seen at signal time is gone and a new one exists;
 	// else it fails when ConfirmTimeout is over. A target without
 	// children cannot show that it reloaded and counts as reloaded when it
@@ -87,22 +87,22 @@ var _ notifier.Target = (*Notifier)(nil)
 // New checks opts and returns a Notifier.
 func New(opts Options) (*Notifier, error) {
 	if opts.Signal == 0 {
-		return nil, errors.New("--signal is required")
+		return nil, notifier.NewOptionError("{Signal} is required")
 	}
 	if err := validate(opts.Signal); err != nil {
-		return nil, fmt.Errorf("--signal %d: %w", int(opts.Signal), err)
+		return nil, notifier.NewOptionError("{Signal} %d: %w", int(opts.Signal), err)
 	}
 	if opts.ProcessName == "" && opts.ProcessCmdline == "" && opts.PIDFile == "" {
-		return nil, errors.New("one of --process-name, --process-cmdline, --pid-file is required with --signal")
+		return nil, notifier.NewOptionError("one of {ProcessName}, {ProcessCmdline}, {PIDFile} is required with {Signal}")
 	}
 	if opts.CheckDelay < 0 {
-		return nil, fmt.Errorf("signal check delay %v is negative", opts.CheckDelay)
+		return nil, notifier.NewOptionError("{CheckDelay} %v: must not be negative", opts.CheckDelay)
 	}
 	if opts.ConfirmTimeout < 0 {
-		return nil, fmt.Errorf("--signal-confirm-timeout %v: must not be negative", opts.ConfirmTimeout)
+		return nil, notifier.NewOptionError("{ConfirmTimeout} %v: must not be negative", opts.ConfirmTimeout)
 	}
 	if _, err := procfs.NewFS(orDefault(opts.ProcRoot)); err != nil {
-		return nil, fmt.Errorf("--signal needs the proc filesystem: %w", err)
+		return nil, notifier.NewOptionError("{Signal} needs the proc filesystem: %w", err)
 	}
 	n := &Notifier{
 		sig:      opts.Signal,
@@ -120,7 +120,7 @@ func New(opts Options) (*Notifier, error) {
 	if opts.ProcessCmdline != "" {
 		re, err := regexp.Compile(opts.ProcessCmdline)
 		if err != nil {
-			return nil, fmt.Errorf("--process-cmdline: %w", err)
+			return nil, notifier.NewOptionError("{ProcessCmdline}: %w", err)
 		}
 		n.sel.Cmdline = re
 	}
@@ -205,7 +205,8 @@ func (n *Notifier) find() ([]Process, error) {
 	}
 	targets := n.sel.Select(procs, n.self)
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("no process matches %s", n.sel)
+		f, args := n.sel.describe()
+		return nil, notifier.NewOptionError("no process matches "+f, args...)
 	}
 	return targets, nil
 }
@@ -215,31 +216,32 @@ func (n *Notifier) find() ([]Process, error) {
 func (n *Notifier) fromPIDFile() ([]Process, error) {
 	b, err := os.ReadFile(n.pidFile)
 	if err != nil {
-		return nil, fmt.Errorf("read --pid-file: %w", err)
+		return nil, notifier.NewOptionError("read {PIDFile}: %w", err)
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
-		return nil, fmt.Errorf("--pid-file %s is empty", n.pidFile)
+		return nil, notifier.NewOptionError("{PIDFile} %s is empty", n.pidFile)
 	}
 	pid, err := strconv.Atoi(s)
 	if err != nil || pid <= 0 {
-		return nil, fmt.Errorf("--pid-file %s: %.20q is not a pid", n.pidFile, s)
+		return nil, notifier.NewOptionError("{PIDFile} %s: %.20q is not a pid", n.pidFile, s)
 	}
 	if pid == n.self {
-		return nil, fmt.Errorf("--pid-file %s: pid %d is hotreload itself", n.pidFile, pid)
+		return nil, notifier.NewOptionError("{PIDFile} %s: pid %d is hotreload itself", n.pidFile, pid)
 	}
 	p, err := ReadProcess(n.procRoot, pid)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("pid %d from --pid-file %s: %w", pid, n.pidFile, syscall.ESRCH)
+		return nil, notifier.NewOptionError("pid %d from {PIDFile} %s: %w", pid, n.pidFile, syscall.ESRCH)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if p.Dead() {
-		return nil, fmt.Errorf("%s from --pid-file %s has exited: %w", p, n.pidFile, syscall.ESRCH)
+		return nil, notifier.NewOptionError("%s from {PIDFile} %s has exited: %w", p, n.pidFile, syscall.ESRCH)
 	}
 	if !n.sel.Match(p) {
-		return nil, fmt.Errorf("%s from --pid-file %s does not match %s", p, n.pidFile, n.sel)
+		f, args := n.sel.describe()
+		return nil, notifier.NewOptionError("%s from {PIDFile} %s does not match "+f, append([]any{p, n.pidFile}, args...)...)
 	}
 	return []Process{p}, nil
 }
@@ -304,7 +306,7 @@ func (n *Notifier) checkHandles(p Process) error {
 	// blocks it instead of catching it. Its SigBlk is no proof: shells,
 	// posix_spawn and pthread_create block every signal for a moment, so a
 	// process seen blocking it may die of it a moment later. Such a process
-	// needs --signal-force.
+	// needs Force.
 	caught, ignored, err := Handles(n.procRoot, p.PID, n.sig)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -314,7 +316,7 @@ func (n *Notifier) checkHandles(p Process) error {
 	case caught:
 		return nil
 	case ignored:
-		return fmt.Errorf("%s ignores %s: not sent, it would have no effect (use --signal-force to send anyway)", p, name)
+		return notifier.NewOptionError("%s ignores %s: not sent, it would have no effect (use {Force} to send anyway)", p, name)
 	}
 	what := "would be terminated by it"
 	switch defaultAction(n.sig) {
@@ -323,7 +325,7 @@ func (n *Notifier) checkHandles(p Process) error {
 	case actIgn, actCont:
 		what = "would discard it"
 	}
-	return fmt.Errorf("%s does not handle %s and %s: not sent (use --signal-force to send anyway)", p, name, what)
+	return notifier.NewOptionError("%s does not handle %s and %s: not sent (use {Force} to send anyway)", p, name, what)
 }
 
 // sender returns a function that sends a signal to p and nothing else. It
@@ -454,8 +456,8 @@ func (n *Notifier) watch(ctx context.Context, p Process, kids map[procKey]bool) 
 			case ok:
 				return nil
 			case elapsed >= n.confirm:
-				return fmt.Errorf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
-					"(if it keeps them on a good reload too, set --signal-confirm-timeout=0)", p)
+				return notifier.NewOptionError("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
+					"(if it keeps them on a good reload too, set {ConfirmTimeout}=0)", p)
 			}
 			left = min(n.confirm-elapsed, confirmInterval)
 		} else {

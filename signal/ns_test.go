@@ -140,7 +140,7 @@ func TestHelperNamespace(t *testing.T) {
 		}
 		n := h.notifier(t, Options{ProcessName: name})
 		err = n.Notify(t.Context())
-		want := fmt.Sprintf("pid %d (sleep) does not handle SIGHUP and would be terminated by it: not sent (use --signal-force to send anyway)", pid)
+		want := fmt.Sprintf("pid %d (sleep) does not handle SIGHUP and would be terminated by it: not sent (use Force to send anyway)", pid)
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
@@ -178,7 +178,7 @@ func TestHelperNamespace(t *testing.T) {
 		sh, _ := h.startTrap(t, marker, "", nil)
 		n := h.notifier(t, Options{ProcessCmdline: marker + ";"})
 		err := n.Notify(t.Context())
-		want := fmt.Sprintf("pid %d (sh) ignores SIGHUP: not sent, it would have no effect (use --signal-force to send anyway)", sh.Process.Pid)
+		want := fmt.Sprintf("pid %d (sh) ignores SIGHUP: not sent, it would have no effect (use Force to send anyway)", sh.Process.Pid)
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
@@ -236,7 +236,7 @@ func TestHelperNamespace(t *testing.T) {
 		start := time.Now()
 		err := n.Notify(t.Context())
 		want := fmt.Sprintf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
-			"(if it keeps them on a good reload too, set --signal-confirm-timeout=0)", h.read(t, m.Process.Pid))
+			"(if it keeps them on a good reload too, set ConfirmTimeout=0)", h.read(t, m.Process.Pid))
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
@@ -264,7 +264,7 @@ func TestHelperNamespace(t *testing.T) {
 		name := h.unique("none")
 		n := h.notifier(t, Options{ProcessName: name})
 		err := n.Notify(t.Context())
-		if want := "no process matches --process-name " + name; err == nil || err.Error() != want {
+		if want := "no process matches ProcessName " + name; err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
 	})
@@ -296,7 +296,7 @@ func TestHelperNamespace(t *testing.T) {
 		// The app is gone and left its pid file behind.
 		h.stop(b)
 		err := n.Notify(t.Context())
-		if !errors.Is(err, syscall.ESRCH) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d from --pid-file", b.Process.Pid)) {
+		if !errors.Is(err, syscall.ESRCH) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d from PIDFile", b.Process.Pid)) {
 			t.Fatalf("Notify with stale pid file = %v, want ESRCH naming pid %d", err, b.Process.Pid)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hotreload/hotreload/notifier"
 )
 
 // The real-time signals as the C library numbers them: glibc and musl keep
@@ -46,7 +48,7 @@ func Parse(s string) (syscall.Signal, error) {
 		err = validate(sig)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("--signal %q: %w", s, err)
+		return 0, notifier.NewOptionError("{Signal} %q: %w", s, err)
 	}
 	return sig, nil
 }

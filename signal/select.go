@@ -3,10 +3,11 @@
 package signal
 
 import (
-	"fmt"
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/hotreload/hotreload/notifier"
 )
 
 // Selector chooses the processes to signal. A process must match every
@@ -56,20 +57,30 @@ func (s Selector) Select(procs []Process, self int) []Process {
 	return out
 }
 
-// String describes the selector by its flags, for error messages:
-// `--process-name nginx and --process-cmdline "^nginx: master"`.
+// String describes the selector by the fields of Options that set it, for
+// error messages: `ProcessName nginx and ProcessCmdline "^nginx: master"`.
 func (s Selector) String() string {
+	f, args := s.describe()
+	return notifier.NewOptionError(f, args...).Error()
+}
+
+// describe returns the selector's description as a format for
+// notifier.NewOptionError and its arguments, so that the options are named
+// as the caller names them.
+func (s Selector) describe() (format string, args []any) {
 	var parts []string
 	if s.Name != "" {
-		parts = append(parts, "--process-name "+s.Name)
+		parts = append(parts, "{ProcessName} %s")
+		args = append(args, s.Name)
 	}
 	if s.Cmdline != nil {
-		parts = append(parts, fmt.Sprintf("--process-cmdline %q", s.Cmdline.String()))
+		parts = append(parts, "{ProcessCmdline} %q")
+		args = append(args, s.Cmdline.String())
 	}
 	if len(parts) == 0 {
-		return "any process"
+		return "any process", nil
 	}
-	return strings.Join(parts, " and ")
+	return strings.Join(parts, " and "), args
 }
 
 // MatchName reports whether p is known by name, which is:

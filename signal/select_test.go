@@ -169,9 +169,9 @@ func TestSelectorString(t *testing.T) {
 		sel  Selector
 		want string
 	}{
-		{Selector{Name: "nginx"}, "--process-name nginx"},
-		{Selector{Cmdline: regexp.MustCompile(`^nginx: master`)}, `--process-cmdline "^nginx: master"`},
-		{Selector{Name: "nginx", Cmdline: regexp.MustCompile(`x`)}, `--process-name nginx and --process-cmdline "x"`},
+		{Selector{Name: "nginx"}, "ProcessName nginx"},
+		{Selector{Cmdline: regexp.MustCompile(`^nginx: master`)}, `ProcessCmdline "^nginx: master"`},
+		{Selector{Name: "nginx", Cmdline: regexp.MustCompile(`x`)}, `ProcessName nginx and ProcessCmdline "x"`},
 		{Selector{}, "any process"},
 	}
 	for _, tt := range tests {

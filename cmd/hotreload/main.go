@@ -34,6 +34,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	targets, err := config.NewTargets(cfg)
+	if err != nil {
+		return badInput(stderr, err)
+	}
 	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 
 	reg := prometheus.NewRegistry()
@@ -52,13 +56,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
-	var state *reloader.StateFile
-	if cfg.StateFile != "" {
-		if state, err = reloader.OpenStateFile(cfg.StateFile); err != nil {
-			return badInput(stderr, err)
-		}
+	state, err := config.OpenStateFile(cfg)
+	if err != nil {
+		return badInput(stderr, err)
 	}
-	r := reloader.New(logger, reg, cfg.Targets, reloader.Options{
+	r := reloader.New(logger, reg, targets, reloader.Options{
 		Debounce:      cfg.Debounce,
 		Retries:       cfg.Retries,
 		Backoff:       notifier.Backoff{Max: cfg.MaxBackoff},
@@ -81,12 +83,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	srv.ServeConfigFile(cfg.WebConfigFile)
 
-	names := make([]string, len(cfg.Targets))
-	for i, t := range cfg.Targets {
+	names := make([]string, len(targets))
+	for i, t := range targets {
 		names[i] = t.Name()
 	}
 	level.Info(logger).Log("msg", "starting", "version", version.Version, "revision", version.Revision,
 		"volumes", strings.Join(cfg.VolumeDirs, ","), "targets", strings.Join(names, ","))
+	if state == nil {
+		level.Info(logger).Log("msg", "no --state-file: a change made while hotreload is not running (a restart, a crash) cannot be detected; mount an emptyDir and set --state-file to a file in it")
+	}
 
 	var g run.Group
 	onSignal, stopSignal := run.SignalHandler(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -1,7 +1,10 @@
 // Package config holds hotreload's command line: every flag, its environment
 // variable, and the checks that turn a bad command line into one clear line.
-// The binary and the tests that check the shipped manifests share it, so a
-// manifest is parsed exactly as the binary would parse it.
+// Parse reads the flags; NewTargets builds the targets they describe and
+// names, in every error of the notifier, signal and reloader packages, the
+// flag behind an option (see Explain). The binary and the tests that check
+// the shipped manifests share it, so a manifest is parsed exactly as the
+// binary would parse it.
 package config
 
 import (
@@ -43,10 +46,6 @@ type Config struct {
 	TelemetryPath string
 	LogLevel      string
 	LogFormat     string
-
-	// Targets is filled by Parse: one per --webhook-url, plus the signal
-	// target when --signal is given.
-	Targets []notifier.Target
 }
 
 // SignalConfig is the raw command line of the signal target.
@@ -147,9 +146,10 @@ func (c *Config) Register(app *kingpin.Application) {
 	duration("shutdown-grace", "On SIGTERM, how long an in-flight reload may take to finish.", "10s", &c.ShutdownGrace)
 }
 
-// Parse parses args (without the program name) into a Config, checks it and
-// builds its targets. Errors are one line naming the flag. --help and
-// --version write to out and call terminate.
+// Parse parses args (without the program name) into a Config and checks
+// what can be checked of each flag on its own and of flags together. The
+// options of the targets are checked by NewTargets. Errors are one line
+// naming the flag. --help and --version write to out and call terminate.
 func Parse(args []string, version string, out io.Writer, terminate func(int)) (*Config, error) {
 	c := &Config{}
 	app := kingpin.New("hotreload", "Reloads an app when its mounted ConfigMaps, Secrets or directories change, by HTTP or by signal, without restarting it.")
@@ -164,9 +164,6 @@ func Parse(args []string, version string, out io.Writer, terminate func(int)) (*
 		return nil, err
 	}
 	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := c.buildTargets(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -195,23 +192,8 @@ func (c *Config) check() error {
 	if len(c.WebhookURLs) == 0 && c.Signal.Signal == "" {
 		return errors.New("no target: give --webhook-url or --signal")
 	}
-	return nil
-}
-
-func (c *Config) buildTargets() error {
-	seen := map[string]bool{}
-	for _, u := range c.WebhookURLs {
-		opts := c.Webhook
-		opts.URL = u
-		w, err := notifier.NewWebhook(opts)
-		if err != nil {
-			return err
-		}
-		if seen[w.Name()] {
-			return fmt.Errorf("--webhook-url %q: given twice", w.Name())
-		}
-		seen[w.Name()] = true
-		c.Targets = append(c.Targets, w)
+	if s := c.Signal; s.Signal == "" && (s.ProcessName != "" || s.ProcessCmdline != "" || s.PIDFile != "" || s.Force) {
+		return errors.New("--process-name, --process-cmdline, --pid-file and --signal-force need --signal")
 	}
-	return c.buildSignalTarget()
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/hotreload/hotreload/notifier"
 )
 
 func parse(t *testing.T, args ...string) (*Config, error) {
@@ -18,8 +20,20 @@ func parse(t *testing.T, args ...string) (*Config, error) {
 	return Parse(args, "test", &out, func(int) { t.Fatalf("terminated; output:\n%s", out.String()) })
 }
 
+// parseAll is what hotreload does with its command line at start: Parse,
+// then NewTargets.
+func parseAll(t *testing.T, args ...string) (*Config, []notifier.Target, error) {
+	t.Helper()
+	c, err := parse(t, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	targets, err := NewTargets(c)
+	return c, targets, err
+}
+
 func TestDefaults(t *testing.T) {
-	c, err := parse(t, "--volume-dir=/etc/config", "--webhook-url=http://127.0.0.1:9090/-/reload")
+	c, targets, err := parseAll(t, "--volume-dir=/etc/config", "--webhook-url=http://127.0.0.1:9090/-/reload")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +52,7 @@ func TestDefaults(t *testing.T) {
 		{"listen", c.ListenAddress, ":9533"},
 		{"telemetry", c.TelemetryPath, "/metrics"},
 		{"reload on start", c.ReloadOnStart, false},
-		{"targets", len(c.Targets), 1},
+		{"targets", len(targets), 1},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -50,7 +64,7 @@ func TestDefaults(t *testing.T) {
 // The command line the Prometheus and Alertmanager charts give
 // configmap-reload must work unchanged, with the same meaning.
 func TestConfigmapReloadCommandLine(t *testing.T) {
-	c, err := parse(t,
+	c, targets, err := parseAll(t,
 		"--volume-dir=/etc/config", "--volume-dir=/etc/secrets",
 		"--webhook-url=http://127.0.0.1:9090/-/reload", "--webhook-url=http://127.0.0.1:9093/-/reload",
 		"--webhook-method=PUT", "--webhook-status-code=204", "--webhook-retries=3",
@@ -62,8 +76,8 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 	if got := strings.Join(c.VolumeDirs, ","); got != "/etc/config,/etc/secrets" {
 		t.Errorf("volume dirs = %s", got)
 	}
-	if len(c.Targets) != 2 || c.Targets[0].Name() != "http://127.0.0.1:9090/-/reload" || c.Targets[1].Name() != "http://127.0.0.1:9093/-/reload" {
-		t.Errorf("targets = %v, want the two URLs", c.Targets)
+	if len(targets) != 2 || targets[0].Name() != "http://127.0.0.1:9090/-/reload" || targets[1].Name() != "http://127.0.0.1:9093/-/reload" {
+		t.Errorf("targets = %v, want the two URLs", targets)
 	}
 	if c.Webhook.Method != "PUT" || strings.Join(c.Webhook.StatusCodes, ",") != "204" || c.Retries != 3 || c.ListenAddress != ":8080" || c.TelemetryPath != "/custom" {
 		t.Errorf("config = %+v", c)
@@ -73,7 +87,7 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 // The Prometheus community charts (prometheus >= 20.0, alertmanager >= 1.0)
 // pass prometheus-config-reloader's flags; they mean the same here.
 func TestConfigReloaderAliases(t *testing.T) {
-	c, err := parse(t, "--watched-dir=/etc/config", "--listen-address=0.0.0.0:8080",
+	c, targets, err := parseAll(t, "--watched-dir=/etc/config", "--listen-address=0.0.0.0:8080",
 		"--reload-url=http://127.0.0.1:9090/-/reload", "--watched-dir=/etc/rules")
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +98,8 @@ func TestConfigReloaderAliases(t *testing.T) {
 	if c.ListenAddress != "0.0.0.0:8080" {
 		t.Errorf("listen address = %q, want the alias's value over the default", c.ListenAddress)
 	}
-	if len(c.Targets) != 1 || c.Targets[0].Name() != "http://127.0.0.1:9090/-/reload" {
-		t.Errorf("targets = %v", c.Targets)
+	if len(targets) != 1 || targets[0].Name() != "http://127.0.0.1:9090/-/reload" {
+		t.Errorf("targets = %v", targets)
 	}
 }
 
@@ -94,14 +108,14 @@ func TestEnvironment(t *testing.T) {
 	t.Setenv("HOTRELOAD_WEBHOOK_URL", "http://127.0.0.1:9090/-/reload")
 	t.Setenv("HOTRELOAD_WEB_LISTEN_ADDRESS", "127.0.0.1:1234")
 	t.Setenv("HOTRELOAD_DEBOUNCE", "0s")
-	c, err := parse(t)
+	c, targets, err := parseAll(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(c.VolumeDirs, ","); got != "/etc/a,/etc/b" {
 		t.Errorf("volume dirs from env = %q", got)
 	}
-	if c.ListenAddress != "127.0.0.1:1234" || c.Debounce != 0 || len(c.Targets) != 1 {
+	if c.ListenAddress != "127.0.0.1:1234" || c.Debounce != 0 || len(targets) != 1 {
 		t.Errorf("config from env = %+v", c)
 	}
 }
@@ -157,7 +171,7 @@ func TestBadCommandLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parse(t, tt.args...)
+			_, _, err := parseAll(t, tt.args...)
 			if err == nil {
 				t.Fatalf("Parse(%q) = nil error, want one naming %q", tt.args, tt.want)
 			}
@@ -173,12 +187,12 @@ func TestBadCommandLines(t *testing.T) {
 }
 
 func TestSignalAndWebhookTogether(t *testing.T) {
-	c, err := parse(t, "--volume-dir=/etc/nginx", "--signal=HUP", "--process-name=nginx", "--webhook-url=http://127.0.0.1:8080/reload")
+	_, targets, err := parseAll(t, "--volume-dir=/etc/nginx", "--signal=HUP", "--process-name=nginx", "--webhook-url=http://127.0.0.1:8080/reload")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, tg := range c.Targets {
+	for _, tg := range targets {
 		names = append(names, tg.Name())
 	}
 	if got, want := strings.Join(names, " "), "http://127.0.0.1:8080/reload signal:nginx"; got != want {

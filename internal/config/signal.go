@@ -3,24 +3,18 @@
 package config
 
 import (
-	"errors"
-
+	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/signal"
 )
 
-func (c *Config) buildSignalTarget() error {
-	s := c.Signal
-	if s.Signal == "" {
-		if s.ProcessName != "" || s.ProcessCmdline != "" || s.PIDFile != "" || s.Force {
-			return errors.New("--process-name, --process-cmdline, --pid-file and --signal-force need --signal")
-		}
-		return nil
-	}
+// newSignalTarget builds the target of --signal. Its errors name options;
+// NewTargets explains them.
+func newSignalTarget(s SignalConfig) (notifier.Target, error) {
 	sig, err := signal.Parse(s.Signal)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	n, err := signal.New(signal.Options{
+	return signal.New(signal.Options{
 		Signal:         sig,
 		ProcessName:    s.ProcessName,
 		ProcessCmdline: s.ProcessCmdline,
@@ -28,9 +22,4 @@ func (c *Config) buildSignalTarget() error {
 		Force:          s.Force,
 		ConfirmTimeout: s.ConfirmTimeout,
 	})
-	if err != nil {
-		return err
-	}
-	c.Targets = append(c.Targets, n)
-	return nil
 }

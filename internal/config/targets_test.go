@@ -1,0 +1,94 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/hotreload/hotreload/reloader"
+)
+
+// The notifier and reloader packages name options by their fields; the
+// command line must show the flags, in exactly these words.
+func TestTargetErrorsNameFlags(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vol := "--volume-dir=" + dir
+	url := "--webhook-url=http://127.0.0.1:9090/-/reload"
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // the whole error
+	}{
+		{"scheme", []string{vol, "--webhook-url=ftp://admin:s3cret@h/"}, `--webhook-url "ftp://admin:xxxxx@h/": scheme must be http or https`},
+		{"no host", []string{vol, "--webhook-url=http:///-/reload"}, `--webhook-url "http:///-/reload": no host`},
+		{"does not parse", []string{vol, "--webhook-url=http://127.0.0.1:90 90/"}, `--webhook-url "http://...": not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`},
+		{"does not parse, no scheme", []string{vol, "--webhook-url=a:b@h:90 90/"}, `--webhook-url: not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)`},
+		{"url twice", []string{vol, url, url}, `--webhook-url "http://127.0.0.1:9090/-/reload": given twice`},
+		{"method", []string{vol, url, "--webhook-method=PO ST"}, `--webhook-method "PO ST": not a valid HTTP method`},
+		{"status code", []string{vol, url, "--webhook-status-code=2x5"}, `--webhook-status-code "2x5": want a code such as 200 or a class such as 2xx`},
+		{"header", []string{vol, url, "--webhook-header=Foo"}, `--webhook-header "Foo": want "Name: value"`},
+		{"two sources of Authorization", []string{vol, "--webhook-url=http://u:p@h/", "--webhook-bearer-token-file=" + missing},
+			`--webhook-bearer-token-file and the user in --webhook-url both set Authorization: use one`},
+		{"header and user", []string{vol, "--webhook-url=http://u:p@h/", "--webhook-header=Authorization: x"},
+			`--webhook-header "Authorization" and the user in --webhook-url both set Authorization: use one`},
+		{"token file is a directory", []string{vol, url, "--webhook-bearer-token-file=" + dir}, "--webhook-bearer-token-file " + dir + ": is a directory"},
+		{"CA file missing", []string{vol, url, "--webhook-ca-file=" + missing}, "--webhook-ca-file " + missing + ": open " + missing + ": no such file or directory"},
+		{"CA file without certificates", []string{vol, url, "--webhook-ca-file=" + notPEM}, "--webhook-ca-file " + notPEM + ": no certificates found"},
+		{"cert without key", []string{vol, url, "--webhook-cert-file=" + notPEM}, "--webhook-cert-file and --webhook-key-file go together"},
+		{"cert not PEM", []string{vol, url, "--webhook-cert-file=" + notPEM, "--webhook-key-file=" + notPEM},
+			"--webhook-cert-file " + notPEM + " with --webhook-key-file " + notPEM + ": tls: failed to find any PEM data in certificate input"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := parseAll(t, tt.args...)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v,\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpenStateFile(t *testing.T) {
+	dir := t.TempDir()
+	c := &Config{StateFile: filepath.Join(dir, "nope", "state.json")}
+	_, err := OpenStateFile(c)
+	want := "--state-file " + c.StateFile + ": directory " + filepath.Dir(c.StateFile) + " does not exist (mount an emptyDir there)"
+	if err == nil || err.Error() != want {
+		t.Errorf("OpenStateFile = %v, want %s", err, want)
+	}
+	if s, err := OpenStateFile(&Config{}); s != nil || err != nil {
+		t.Errorf("OpenStateFile without --state-file = %v, %v, want nil, nil", s, err)
+	}
+}
+
+// A webhook target stays a reloader.Prober, and its errors keep their cause.
+func TestWebhookTargetProbesAndUnwraps(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, targets, err := parseAll(t, "--volume-dir=/etc/config", "--webhook-url=http://"+addr+"/-/reload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := targets[0].(reloader.Prober)
+	if !ok {
+		t.Fatalf("the webhook target %T is not a reloader.Prober", targets[0])
+	}
+	if p.Reachable(context.Background()) {
+		t.Errorf("Reachable = true with nothing listening on %s", addr)
+	}
+	if err := targets[0].Notify(context.Background()); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Notify = %v, want an error that is ECONNREFUSED", err)
+	}
+}
