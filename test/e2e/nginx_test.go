@@ -96,6 +96,35 @@ func TestNginxSignal(t *testing.T) {
 				}
 				return true
 			}, func() string { return "nginx's old workers are still there after the reload" })
+			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_reloads_total", map[string]string{"result": "success"}, 1)
+			if c.nginxRoot {
+				return
+			}
+
+			// An invalid config: nginx logs the error and keeps its old
+			// config and workers; hotreload sees that no worker was
+			// replaced and reports the reload as failed.
+			editConfigMap(t, ns, "nginx-config", "default.conf", func(s string) string {
+				return strings.Replace(s, "listen 8080;", "listen 8080;\n      e2e_not_a_directive on;", 1)
+			})
+			nudge(t, ns, "nginx")
+			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 0)
+			waitFor(t, nudgeWait, func() bool {
+				return strings.Contains(containerLogs(ns, "nginx", "hotreload", false), "kept its workers")
+			}, func() string {
+				return "hotreload did not say nginx kept its workers:\n" + containerLogs(ns, "nginx", "hotreload", false)
+			})
+			if _, body, _ := e2e.Get("http://127.0.0.1:8080/"); !strings.Contains(body, "hello from config v2") {
+				t.Fatalf("nginx serves %q after refusing a config; want the old one", body)
+			}
+			// The fixed config reloads.
+			editConfigMap(t, ns, "nginx-config", "default.conf", func(s string) string {
+				s = strings.Replace(s, "\n      e2e_not_a_directive on;", "", 1)
+				return strings.Replace(s, "hello from config v2", "hello from config v3", 1)
+			})
+			nudge(t, ns, "nginx")
+			waitBody(t, nudgeWait, "http://127.0.0.1:8080/", "hello from config v3")
+			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 1)
 		})
 	}
 }

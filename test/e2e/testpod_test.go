@@ -22,6 +22,7 @@ type testPod struct {
 	volumes       []object          // pod volumes
 	mounts        map[string]string // volume name -> mount path, in both containers
 	hotreloadArgs []string          // after --volume-dir and --webhook-url
+	appSpec       func(c object)    // changes to the app's container, if any
 	hotreloadSpec func(c object)    // changes to hotreload's container, if any
 	podSpec       func(spec object) // changes to the pod's spec, if any
 }
@@ -62,17 +63,18 @@ func (p testPod) manifest(t *testing.T) []byte {
 	if p.hotreloadSpec != nil {
 		p.hotreloadSpec(hr)
 	}
+	app := object{
+		"name": "app", "image": "localhost/hotreload-e2e/testapp:e2e", "imagePullPolicy": "Never",
+		"args": appArgs, "volumeMounts": mounts, "securityContext": hardened(),
+	}
+	if p.appSpec != nil {
+		p.appSpec(app)
+	}
 	spec := object{
 		"nodeName": node, "hostNetwork": true, "automountServiceAccountToken": false,
 		"securityContext": object{"runAsNonRoot": true, "seccompProfile": object{"type": "RuntimeDefault"}},
-		"containers": []any{
-			object{
-				"name": "app", "image": "localhost/hotreload-e2e/testapp:e2e", "imagePullPolicy": "Never",
-				"args": appArgs, "volumeMounts": mounts, "securityContext": hardened(),
-			},
-			hr,
-		},
-		"volumes": toAny(p.volumes),
+		"containers":      []any{app, hr},
+		"volumes":         toAny(p.volumes),
 	}
 	if p.podSpec != nil {
 		p.podSpec(spec)

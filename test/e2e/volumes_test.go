@@ -156,3 +156,38 @@ func waitRestarts(t *testing.T, ns, name, container string, n int) {
 		return err == nil && restarts >= n
 	}, func() string { return fmt.Sprintf("%s's restart count is %d, want %d", container, restarts, n) })
 }
+
+// TestUnreadableSecret: a Secret item with mode 0400 and no fsGroup is
+// readable by its owner (root) only. hotreload, as 65532, cannot read it,
+// yet sees its rotation by what it can see (size, times, inode), reloads
+// the app, which runs as root here and reads it, and says what to change.
+func TestUnreadableSecret(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	apply(t, ns, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {password: first}\n"))
+	p := testPod{
+		name: "unreadable", appPort: 18105, metricsPort: 19105,
+		volumes: []object{{"name": "creds", "secret": object{"secretName": "creds", "defaultMode": 0o400}}},
+		mounts:  map[string]string{"creds": "/etc/creds"},
+		appSpec: func(c object) {
+			sc := c["securityContext"].(object)
+			sc["runAsUser"], sc["runAsNonRoot"] = 0, false
+		},
+	}
+	apply(t, ns, p.manifest(t))
+	waitReady(t, ns, p.name)
+	waitLoaded(t, nudgeWait, p.appPort, "/etc/creds/password", "first")
+
+	patchSecret(t, ns, "creds", map[string]string{"password": "second"})
+	nudge(t, ns, p.name)
+	waitLoaded(t, nudgeWait, p.appPort, "/etc/creds/password", "second")
+	logs := containerLogs(ns, p.name, "hotreload", false)
+	for _, want := range []string{"fsGroup", "defaultMode"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("hotreload's log does not say what to change (%q):\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, "second") {
+		t.Errorf("hotreload's log shows the Secret's value:\n%s", logs)
+	}
+}
