@@ -19,6 +19,7 @@ import (
 	"github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	promversion "github.com/prometheus/common/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -34,7 +35,7 @@ import (
 func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
-	cfg, err := config.Parse(args, strings.Replace(version.String(), "hotreload", "hotreload-controller", 1), stdout, os.Exit)
+	cfg, err := config.Parse(args, promversion.Print("hotreload-controller"), stdout, os.Exit)
 	if err != nil {
 		return badInput(stderr, err)
 	}
