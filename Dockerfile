@@ -1,11 +1,16 @@
 # The image holds only the static binary that `make build-all` cross-compiled
-# for TARGETARCH (and TARGETVARIANT for arm/v7): nothing to compile here, no
+# for the target platform (bin/linux_armv7 for arm/v7): nothing to compile here, no
 # shell, no package manager. BASE defaults to distroless static (nonroot,
 # UID 65532); `make image BASE=scratch` builds where base images cannot be
 # pulled: the binary carries its own CA roots for HTTPS webhooks.
 ARG BASE=gcr.io/distroless/static-debian12:nonroot
-FROM ${BASE}
+# TARGETPLATFORM, TARGETOS, TARGETARCH and TARGETVARIANT come from --platform
+# (docker buildx and buildah set them); the Makefile passes only BASE,
+# VERSION and REVISION.
+ARG TARGETPLATFORM
+FROM --platform=${TARGETPLATFORM} ${BASE}
 
+ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ARG TARGETVARIANT=
 ARG VERSION=dev
@@ -19,7 +24,7 @@ LABEL org.opencontainers.image.title="hotreload" \
 
 # The users of distroless nonroot, for bases that have none (see the Makefile).
 COPY bin/etc/passwd bin/etc/group /etc/
-COPY bin/linux_${TARGETARCH}${TARGETVARIANT}/hotreload /hotreload
+COPY bin/${TARGETOS}_${TARGETARCH}${TARGETVARIANT}/hotreload /hotreload
 USER 65532:65532
 EXPOSE 9533
 ENTRYPOINT ["/hotreload"]
