@@ -19,8 +19,9 @@ IMAGE     ?= hotreload:$(VERSION)
 CONTROLLER_IMAGE ?= hotreload-controller:$(VERSION)
 BASE      ?= gcr.io/distroless/static-debian12:nonroot
 ARCH      ?= $(shell $(GO) env GOARCH)
-# The platform of make image and make image-controller (linux/arm/v7 for 32-bit ARM).
-PLATFORM  ?= linux/$(ARCH)
+# The platform of make image and make image-controller: this machine's, or
+# ARCH's (32-bit ARM is linux/arm/v7, as in build-all).
+PLATFORM  ?= linux/$(ARCH)$(if $(filter arm,$(ARCH)),/v7)
 # The image builder: docker (buildx) when a docker engine answers, else
 # buildah; IMAGE_TOOL=buildah or IMAGE_TOOL=docker chooses.
 IMAGE_TOOL ?= $(shell if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then echo docker; elif command -v buildah >/dev/null 2>&1; then echo buildah; fi)
