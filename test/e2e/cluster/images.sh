@@ -3,6 +3,7 @@
 # save each as a docker-archive OUT/NAME.tar for up.sh to import:
 #
 #   localhost/hotreload:e2e                  `make image BASE=scratch`, from this checkout, as users get it
+#   localhost/hotreload-controller:e2e       `make image-controller BASE=scratch`, the same way
 #   localhost/hotreload-e2e/pause:e2e        the pod sandbox (images/pause)
 #   localhost/hotreload-e2e/testapp:e2e      the suite's observer app (images/testapp)
 #   localhost/hotreload-e2e/nginx:e2e        Debian's nginx-light, uid 101
@@ -103,5 +104,8 @@ image alertmanager 65534:65534 '["/usr/bin/prometheus-alertmanager"]' "$stage/al
 make -C "$root" --no-print-directory image BASE=scratch IMAGE=localhost/hotreload:e2e >"$stage/make-image.log" 2>&1 ||
 	{ cat "$stage/make-image.log" >&2; exit 1; }
 save hotreload localhost/hotreload:e2e
+make -C "$root" --no-print-directory image-controller BASE=scratch CONTROLLER_IMAGE=localhost/hotreload-controller:e2e >"$stage/make-image.log" 2>&1 ||
+	{ cat "$stage/make-image.log" >&2; exit 1; }
+save hotreload-controller localhost/hotreload-controller:e2e
 
 echo "e2e images: $(cd "$out" && ls -- *.tar | tr '\n' ' ')"
