@@ -423,7 +423,7 @@ type prober struct {
 	probes int
 }
 
-var refused = fmt.Errorf("POST http://app/-/reload: connection refused: %w", syscall.ECONNREFUSED)
+var errRefused = fmt.Errorf("POST http://app/-/reload: connection refused: %w", syscall.ECONNREFUSED)
 
 func (p *prober) Notify(ctx context.Context) error {
 	p.mu.Lock()
@@ -433,7 +433,7 @@ func (p *prober) Notify(ctx context.Context) error {
 		return err
 	}
 	if down {
-		return refused
+		return errRefused
 	}
 	return nil
 }
