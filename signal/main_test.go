@@ -24,9 +24,6 @@ const (
 	// envDir is where a target process writes its ready.<pid> file and
 	// appends "hup <pid>" lines to hup.log.
 	envDir = "HOTRELOAD_SIGNAL_TEST_DIR"
-	// envNS marks the test binary that TestNamespace runs inside a new PID
-	// namespace.
-	envNS = "HOTRELOAD_SIGNAL_TEST_NS"
 
 	helperCatch = "catch" // catch SIGHUP and log it
 	helperTree  = "tree"  // start two helperCatch workers, then catch like them

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
 // nginxConf is the static part of nginx's configuration; server.conf is the
@@ -43,7 +45,7 @@ func testNginx(t *testing.T, h *harness) {
 	path, err := exec.LookPath("nginx")
 	if err != nil {
 		if path, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
-			skipOrFail(t, "no nginx (apt-get install nginx-light): %v", err)
+			e2etest.SkipOrFail(t, "no nginx (apt-get install nginx-light): %v", err)
 		}
 	}
 	if os.Geteuid() == 0 && !allUIDs() {
@@ -80,7 +82,7 @@ func testNginx(t *testing.T, h *harness) {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	waitServes := func(want string) {
 		t.Helper()
-		waitFor(t, 20*time.Second, "nginx to serve "+want, func() bool {
+		e2etest.Eventually(t, 20*time.Second, func() bool {
 			resp, err := client.Get("http://" + addr + "/version")
 			if err != nil {
 				return false
@@ -88,11 +90,11 @@ func testNginx(t *testing.T, h *harness) {
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode == http.StatusOK && string(b) == want+"\n"
-		})
+		}, "waiting for nginx to serve %s", want)
 	}
 	waitServes("v1")
 	master := ng.Process.Pid
-	waitFor(t, 20*time.Second, "nginx's two workers", func() bool { return len(h.children(t, master)) == 2 })
+	e2etest.Eventually(t, 20*time.Second, func() bool { return len(h.children(t, master)) == 2 }, "waiting for nginx's two workers")
 
 	n := h.notifier(t, Options{ProcessName: "nginx", ConfirmTimeout: 5 * time.Second})
 	reload := func(want string) []int {

@@ -3,7 +3,6 @@
 package signal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,77 +18,17 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
-// TestNamespace runs TestHelperNamespace, the tests that signal real
-// processes, in a fresh PID namespace with its own /proc: there, the test
+// TestNamespace runs the tests that signal real processes in a fresh PID
+// namespace with its own /proc (e2etest.InPIDNamespace): there, the test
 // binary is pid 1 and sees only the processes it started, so nothing
 // outside the test can ever be signalled.
 func TestNamespace(t *testing.T) {
-	if os.Getenv(envNS) != "" {
-		t.Skip("already inside the PID namespace")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		skipOrFail(t, "unshare(1) not found, cannot make a PID namespace: %v", err)
-	}
-	// Root makes the PID namespace directly. A normal user makes a user
-	// namespace first, where it keeps its own uid (util-linux 2.38) or,
-	// with an older unshare, becomes a root that has no other uid.
-	flags := [][]string{{"--pid", "--fork", "--mount-proc"}}
-	if os.Geteuid() != 0 {
-		flags = [][]string{
-			{"--user", "--map-current-user", "--pid", "--fork", "--mount-proc"},
-			{"--user", "--map-root-user", "--pid", "--fork", "--mount-proc"},
-		}
-	}
-	var args []string
-	var tried []string
-	for _, f := range flags {
-		out, err := exec.Command(unshare, append(f, "true")...).CombinedOutput()
-		if err == nil {
-			args = f
-			break
-		}
-		tried = append(tried, fmt.Sprintf("unshare %s: %v: %s", strings.Join(f, " "), err, bytes.TrimSpace(out)))
-	}
-	if args == nil {
-		skipOrFail(t, "cannot make a PID namespace here (needs root or user namespaces): %s", strings.Join(tried, "; "))
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	args = append(args, "--", exe, "-test.run=^TestHelperNamespace$", "-test.v", "-test.count=1", "-test.timeout=150s")
-	cmd := exec.CommandContext(ctx, unshare, args...)
-	cmd.Env = append(os.Environ(), envNS+"=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("tests in the PID namespace:\n%s", out)
-	if err != nil {
-		t.Fatalf("tests in the PID namespace: %v", err)
-	}
-	if !bytes.Contains(out, []byte("--- PASS: TestHelperNamespace ")) {
-		t.Fatal("TestHelperNamespace did not pass inside the PID namespace")
-	}
-}
-
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format+" (set CI=true to make this fatal)", args...)
-}
-
-// TestHelperNamespace is run by TestNamespace inside a new PID namespace.
-func TestHelperNamespace(t *testing.T) {
-	if os.Getenv(envNS) == "" {
-		t.Skip("runs only inside the PID namespace that TestNamespace makes")
-	}
-	if os.Getpid() != 1 {
-		t.Fatalf("pid %d, want 1: not in a fresh PID namespace, refusing to send signals", os.Getpid())
+	if !e2etest.InPIDNamespace(t) {
+		return
 	}
 	if procs, err := ListProcesses(""); err != nil || len(procs) != 1 {
 		t.Fatalf("want only this process in /proc, got %v, %v", procs, err)
@@ -108,10 +47,10 @@ func TestHelperNamespace(t *testing.T) {
 		if err := n.Notify(t.Context()); err != nil {
 			t.Fatalf("Notify: %v", err)
 		}
-		waitFor(t, 10*time.Second, "the trap to write "+hupFile, func() bool {
+		e2etest.Eventually(t, 10*time.Second, func() bool {
 			b, _ := os.ReadFile(hupFile)
 			return string(b) == "hup\n"
-		})
+		}, "waiting for the trap to write %s", hupFile)
 		if after := h.read(t, sh.Process.Pid); after.StartTime != before.StartTime || after.Dead() {
 			t.Errorf("target is not the same live process: before %+v, after %+v", before, after)
 		}
@@ -367,10 +306,10 @@ func TestHelperNamespace(t *testing.T) {
 		if err == nil || !errors.Is(err, syscall.EPERM) {
 			t.Errorf("Notify as root without KILL = %v, want EPERM", err)
 		}
-		waitFor(t, 10*time.Second, "the two signals that were sent to reach the trap", func() bool {
+		e2etest.Eventually(t, 10*time.Second, func() bool {
 			b, _ := os.ReadFile(hupFile)
 			return string(b) == "hup\nhup\n"
-		})
+		}, "waiting for the two signals that were sent to reach the trap")
 	})
 }
 
@@ -523,10 +462,10 @@ func (h *harness) startTrap(t *testing.T, marker, sig string, cred *syscall.Cred
 	cmd.Env = append(os.Environ(), "HUP_FILE="+hupFile)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	h.start(t, cmd)
-	waitFor(t, 10*time.Second, "the shell's trap", func() bool {
+	e2etest.Eventually(t, 10*time.Second, func() bool {
 		caught, ignored, err := Handles("", cmd.Process.Pid, syscall.SIGHUP)
 		return err == nil && (caught && sig != "" || ignored && sig == "")
-	})
+	}, "waiting for the shell's trap")
 	return cmd, hupFile
 }
 
@@ -540,10 +479,10 @@ func (h *harness) startSleep(t *testing.T, name string) *exec.Cmd {
 	}
 	cmd := &exec.Cmd{Path: path, Args: []string{name, "3600"}}
 	h.start(t, cmd)
-	waitFor(t, 10*time.Second, "sleep to start", func() bool {
+	e2etest.Eventually(t, 10*time.Second, func() bool {
 		p, err := ReadProcess("", cmd.Process.Pid)
 		return err == nil && p.Comm == "sleep" && len(p.Args) > 0 && p.Args[0] == name
-	})
+	}, "waiting for sleep to start")
 	return cmd
 }
 
@@ -560,10 +499,10 @@ func (h *harness) startHelper(t *testing.T, name, mode string, ready int) (strin
 		Env:  append(os.Environ(), envHelper+"="+mode, envDir+"="+dir),
 	}
 	h.start(t, cmd)
-	waitFor(t, 20*time.Second, fmt.Sprintf("%d %s processes to be ready", ready, name), func() bool {
+	e2etest.Eventually(t, 20*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(dir, "ready.*"))
 		return len(m) == ready
-	})
+	}, "waiting for %d %s processes to be ready", ready, name)
 	return dir, cmd
 }
 
@@ -573,7 +512,7 @@ func (h *harness) waitHups(t *testing.T, dir string, want []int) {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
 	var got []int
-	waitFor(t, 10*time.Second, fmt.Sprintf("hups %v in %s", want, dir), func() bool {
+	e2etest.Eventually(t, 10*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "hup.log"))
 		got = got[:0]
 		for line := range strings.Lines(string(b)) {
@@ -585,5 +524,5 @@ func (h *harness) waitHups(t *testing.T, dir string, want []int) {
 			t.Fatalf("hups from %v, want %v", got, want)
 		}
 		return slices.Equal(got, want)
-	})
+	}, "waiting for hups %v in %s", want, dir)
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
 // fakeBase is above the kernel's largest possible pid (PID_MAX_LIMIT,
@@ -246,10 +248,10 @@ func TestHandlesRealProcess(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	pid := cmd.Process.Pid
-	waitFor(t, 10*time.Second, "the shell to trap SIGHUP", func() bool {
+	e2etest.Eventually(t, 10*time.Second, func() bool {
 		caught, _, err := Handles("", pid, syscall.SIGHUP)
 		return err == nil && caught
-	})
+	}, "waiting for the shell to trap SIGHUP")
 	tests := []struct {
 		sig             syscall.Signal
 		caught, ignored bool
@@ -265,18 +267,5 @@ func TestHandlesRealProcess(t *testing.T) {
 				t.Errorf("Handles = %v, %v, %v; want %v, %v", caught, ignored, err, tt.caught, tt.ignored)
 			}
 		})
-	}
-}
-
-// waitFor polls cond every 10ms until it holds, failing the test after
-// timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,9 +1,12 @@
 package main
 
 // Benchmarks of the binary, run by `make bench` (go test -run '^$' -bench .
-// -benchtime 1x). Each one runs hotreload as a real process, plays the
-// kubelet, and prints its figures with their targets, one per line, and
-// reports them with b.ReportMetric. They assert nothing about time: a slow
+// -benchtime 1x). Each one runs hotreload as a real process built as the
+// Makefile builds it (e2etest.Release), since memory and latency depend on
+// how it is built; the tests run the race-instrumented test binary as
+// hotreload instead (e2etest.Start). Each one plays the kubelet, prints its
+// figures with their targets, one per line, and reports them with
+// b.ReportMetric. They assert nothing about time: a slow
 // machine prints slow figures.
 //
 // Each benchmark does its whole measurement once, whatever b.N is: the
@@ -17,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
@@ -34,18 +37,18 @@ func report(b *testing.B, line string, metrics map[string]float64) {
 func benchVolume(b *testing.B, payload map[string]kubelet.File) *kubelet.Volume {
 	b.Helper()
 	v := kubelet.New(b.TempDir() + "/vol")
-	e2e.Write(b, v, true, payload)
+	e2etest.Write(b, v, true, payload)
 	return v
 }
 
-func benchStart(b *testing.B, app *e2e.App, dirs []string, extra ...string) *e2e.Proc {
+func benchStart(b *testing.B, app *e2etest.App, dirs []string, extra ...string) *e2etest.Proc {
 	b.Helper()
 	var args []string
 	for _, d := range dirs {
 		args = append(args, "--volume-dir="+d)
 	}
 	args = append(args, "--webhook-url="+app.URL("/-/reload"))
-	p := e2e.Start(b, append(args, extra...)...)
+	p := e2etest.StartWith(b, e2etest.Options{Binary: e2etest.Release(b)}, append(args, extra...)...)
 	p.WaitReady(waitFor)
 	return p
 }
@@ -74,20 +77,20 @@ func BenchmarkSwapToRequest(b *testing.B) {
 		{"100ms", 30, "default; expect about 100ms"},
 	} {
 		b.Run("debounce="+bc.debounce, func(b *testing.B) {
-			app := e2e.NewApp(b)
-			vol := benchVolume(b, e2e.Payload("app.properties", "v=0", "conf.d/nested.conf", "n=0"))
+			app := e2etest.NewApp(b)
+			vol := benchVolume(b, e2etest.Payload("app.properties", "v=0", "conf.d/nested.conf", "n=0"))
 			p := benchStart(b, app, []string{vol.Dir}, "--debounce="+bc.debounce)
 
 			b.ResetTimer()
 			lat := make([]time.Duration, 0, bc.swaps)
 			for i := 1; i <= bc.swaps; i++ {
 				t0 := time.Now()
-				e2e.Write(b, vol, true, e2e.Payload("app.properties", fmt.Sprint("v=", i), "conf.d/nested.conf", "n=0"))
+				e2etest.Write(b, vol, true, e2etest.Payload("app.properties", fmt.Sprint("v=", i), "conf.d/nested.conf", "n=0"))
 				r := app.WaitAfter(t0, waitFor)
 				lat = append(lat, r.Start.Sub(t0))
 				// The next swap waits for this reload's answer, so that
 				// no two reloads coalesce.
-				e2e.Eventually(b, waitFor, func() bool { return app.Completed(200) == i }, "reload %d not answered", i)
+				e2etest.Eventually(b, waitFor, func() bool { return app.Completed(200) == i }, "reload %d not answered", i)
 			}
 			b.StopTimer()
 			slices.Sort(lat)
@@ -107,29 +110,29 @@ func BenchmarkSwapToRequest(b *testing.B) {
 // quick succession (a ConfigMap and Secrets updated together, again and
 // again), at default flags.
 func BenchmarkBurst(b *testing.B) {
-	app := e2e.NewApp(b)
+	app := e2etest.NewApp(b)
 	var (
 		vols []*kubelet.Volume
 		dirs []string
 	)
 	for i := range 5 {
-		v := benchVolume(b, e2e.Payload("key", fmt.Sprint("volume ", i, " update 0")))
+		v := benchVolume(b, e2etest.Payload("key", fmt.Sprint("volume ", i, " update 0")))
 		vols, dirs = append(vols, v), append(dirs, v.Dir)
 	}
-	sentinel := benchVolume(b, e2e.Payload("sentinel", "start"))
+	sentinel := benchVolume(b, e2etest.Payload("sentinel", "start"))
 	p := benchStart(b, app, append(dirs, sentinel.Dir))
 
 	b.ResetTimer()
 	start := time.Now()
 	for u := 1; u <= 10; u++ {
 		for i, v := range vols {
-			e2e.Write(b, v, true, e2e.Payload("key", fmt.Sprint("volume ", i, " update ", u)))
+			e2etest.Write(b, v, true, e2etest.Payload("key", fmt.Sprint("volume ", i, " update ", u)))
 		}
 	}
 	wrote := time.Since(start)
 	// Wait until the burst is delivered, without counting the sentinel's
 	// own reload unless the burst's last reload covered it too.
-	fire := e2e.Settle(b, p, app, sentinel)
+	fire := e2etest.Settle(b, p, app, sentinel)
 	n := app.Count()
 	if len(fire.Dirs) == 1 {
 		n--
@@ -144,20 +147,20 @@ func BenchmarkBurst(b *testing.B) {
 // while 5 updates arrive, each one after the previous one was fired, at
 // default flags.
 func BenchmarkSlowApp(b *testing.B) {
-	app := e2e.NewApp(b)
+	app := e2etest.NewApp(b)
 	app.SetDelay(3 * time.Second)
-	vol := benchVolume(b, e2e.Payload("key", "v0"))
+	vol := benchVolume(b, e2etest.Payload("key", "v0"))
 	p := benchStart(b, app, []string{vol.Dir})
 
 	b.ResetTimer()
 	start := time.Now()
 	for i := 1; i <= 5; i++ {
-		e2e.Write(b, vol, true, e2e.Payload("key", fmt.Sprint("v", i)))
-		e2e.Eventually(b, waitFor, func() bool { return len(p.Fires()) >= i }, "update %d was not fired", i)
+		e2etest.Write(b, vol, true, e2etest.Payload("key", fmt.Sprint("v", i)))
+		e2etest.Eventually(b, waitFor, func() bool { return len(p.Fires()) >= i }, "update %d was not fired", i)
 	}
 	fires := p.Fires()
 	lastFire := fires[len(fires)-1].Time
-	e2e.Eventually(b, 3*waitFor, func() bool {
+	e2etest.Eventually(b, 3*waitFor, func() bool {
 		reqs := app.Requests()
 		return len(reqs) > 0 && reqs[len(reqs)-1].Start.After(lastFire) && app.Completed(200) == len(reqs)
 	}, "the last update was not delivered: %s", app)
@@ -175,8 +178,8 @@ func BenchmarkSlowApp(b *testing.B) {
 // return it, as in a pod that has run for a while.
 func BenchmarkIdleMemory(b *testing.B) {
 	const idleFor = 2 * time.Second
-	app := e2e.NewApp(b)
-	vol := benchVolume(b, e2e.Payload("app.properties", "v=0", "conf.d/nested.conf", "n=0"))
+	app := e2etest.NewApp(b)
+	vol := benchVolume(b, e2etest.Payload("app.properties", "v=0", "conf.d/nested.conf", "n=0"))
 	p := benchStart(b, app, []string{vol.Dir})
 
 	b.ResetTimer()
@@ -187,7 +190,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 	}
 	// One reload and one scrape, as in a pod that has done some work.
 	t0 := time.Now()
-	e2e.Write(b, vol, true, e2e.Payload("app.properties", "v=1", "conf.d/nested.conf", "n=0"))
+	e2etest.Write(b, vol, true, e2etest.Payload("app.properties", "v=1", "conf.d/nested.conf", "n=0"))
 	app.WaitAfter(t0, waitFor)
 	p.Scrape()
 	busy, err := p.Memory()
@@ -197,7 +200,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 	b.StopTimer()
 	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 	size := int64(0)
-	if fi, err := os.Stat(e2e.Binary(b)); err == nil {
+	if fi, err := os.Stat(e2etest.Release(b)); err == nil {
 		size = fi.Size()
 	}
 	report(b, fmt.Sprintf("idle resident memory: VmRSS=%.1fMiB (%.1fMB) VmHWM=%.1fMiB after %s idle; of it RssAnon=%.1fMiB (heap, stacks) RssFile=%.1fMiB (the binary's pages) (target VmRSS <= 11MB)",

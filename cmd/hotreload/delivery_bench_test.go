@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
 // BenchmarkAppBack measures how soon an app that was down is reloaded once
@@ -32,13 +32,13 @@ func BenchmarkAppBack(b *testing.B) {
 			var backs []time.Duration
 			var refused []float64
 			for round := range rounds {
-				app := e2e.NewApp(b)
-				vol := benchVolume(b, e2e.Payload("key", "v0"))
+				app := e2etest.NewApp(b)
+				vol := benchVolume(b, e2etest.Payload("key", "v0"))
 				p := benchStart(b, app, []string{vol.Dir}, bc.flag)
 				failure := map[string]string{"target": app.URL("/-/reload"), "result": "failure"}
 
 				app.Down()
-				e2e.Write(b, vol, true, e2e.Payload("key", fmt.Sprintf("v%d", round+1)))
+				e2etest.Write(b, vol, true, e2etest.Payload("key", fmt.Sprintf("v%d", round+1)))
 				time.Sleep(down) // the scenario: the app is down this long
 				upAt := time.Now()
 				app.Up()

@@ -18,12 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/watcher"
 )
 
 // changesTotal is hotreload_changes_total of p.
-func changesTotal(p *e2e.Proc) float64 {
+func changesTotal(p *e2etest.Proc) float64 {
 	v, _ := p.Metric("hotreload_changes_total", nil)
 	return v
 }
@@ -43,16 +44,16 @@ func shortHash(t *testing.T, dir string) string {
 // restart without a change, and the first start of the pod, reload nothing.
 func TestChangeWhileNotRunning(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("key", "v1"))
-	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
+	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	state := filepath.Join(t.TempDir(), "state.json")
 	dirs := []string{vol.Dir, sentinel.Dir}
 
 	// First start of the pod: the baseline is written, nothing reloaded.
 	p := start(t, app, dirs, "--state-file="+state)
-	e2e.Eventually(t, waitFor, func() bool { _, err := os.Stat(state); return err == nil }, "no state file written at start")
-	e2e.Settle(t, p, app, sentinel)
+	e2etest.Eventually(t, waitFor, func() bool { _, err := os.Stat(state); return err == nil }, "no state file written at start")
+	e2etest.Settle(t, p, app, sentinel)
 	if got := app.Count(); got != 1 {
 		t.Errorf("requests = %d, want 1 (the sentinel's): no reload at the pod's first start: %s", got, app)
 	}
@@ -60,7 +61,7 @@ func TestChangeWhileNotRunning(t *testing.T) {
 
 	// A restart without a change reloads nothing.
 	p = start(t, app, dirs, "--state-file="+state)
-	e2e.Settle(t, p, app, sentinel)
+	e2etest.Settle(t, p, app, sentinel)
 	if got := app.Count(); got != 2 {
 		t.Errorf("requests = %d, want 2: nothing changed while stopped: %s", got, app)
 	}
@@ -68,18 +69,18 @@ func TestChangeWhileNotRunning(t *testing.T) {
 	// v2 is delivered, then hotreload is killed (an OOM kill, a crash) and
 	// v3 lands while it is down: the restart reloads v3 once.
 	t0 := time.Now()
-	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 	app.WaitAfter(t0, waitFor)
-	e2e.Eventually(t, waitFor, func() bool { return app.Pending() == 0 }, "the reload of v2 was not answered")
+	e2etest.Eventually(t, waitFor, func() bool { return app.Pending() == 0 }, "the reload of v2 was not answered")
 	p.Signal(syscall.SIGKILL)
 	if _, err := p.Wait(waitFor); err == nil {
 		t.Fatal("hotreload survived SIGKILL")
 	}
-	e2e.Write(t, vol, true, e2e.Payload("key", "v3"))
+	e2etest.Write(t, vol, true, e2etest.Payload("key", "v3"))
 	p = start(t, app, dirs, "--state-file="+state)
 	app.WaitCount(4, waitFor)
 	p.WaitLog(waitFor, "content changed while hotreload was not running, reloading", "dirs="+vol.Dir)
-	e2e.Settle(t, p, app, sentinel)
+	e2etest.Settle(t, p, app, sentinel)
 	if got := app.Count(); got != 5 {
 		t.Errorf("requests = %d, want 5: one reload at start, then the sentinel's: %s", got, app)
 	}
@@ -87,7 +88,7 @@ func TestChangeWhileNotRunning(t *testing.T) {
 
 	// The file now says v3 was delivered: another restart reloads nothing.
 	p = start(t, app, dirs, "--state-file="+state)
-	e2e.Settle(t, p, app, sentinel)
+	e2etest.Settle(t, p, app, sentinel)
 	if got := app.Count(); got != 6 {
 		t.Errorf("requests = %d, want 6: v3 was delivered before the restart: %s", got, app)
 	}
@@ -98,8 +99,8 @@ func TestChangeWhileNotRunning(t *testing.T) {
 // change cannot be seen, and the log says so and how to fix it.
 func TestChangeWhileNotRunningWithoutStateFile(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("key", "v1"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
 	p := start(t, app, []string{vol.Dir})
 	p.WaitLog(waitFor, "no --state-file", "mount an emptyDir and set --state-file")
 	if n := p.CountLog("--state-file"); n != 1 {
@@ -112,16 +113,16 @@ func TestChangeWhileNotRunningWithoutStateFile(t *testing.T) {
 // missing (no reload) and is rewritten.
 func TestStateFileCorrupt(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("key", "v1"))
-	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
+	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	state := filepath.Join(t.TempDir(), "state.json")
 	if err := os.WriteFile(state, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := start(t, app, []string{vol.Dir, sentinel.Dir}, "--state-file="+state)
 	p.WaitLog(waitFor, "level=warn", "cannot read the state file, treating it as missing and rewriting it")
-	e2e.Settle(t, p, app, sentinel)
+	e2etest.Settle(t, p, app, sentinel)
 	if got := app.Count(); got != 1 {
 		t.Errorf("requests = %d, want 1 (the sentinel's): %s", got, app)
 	}
@@ -136,9 +137,9 @@ func TestStateFileCorrupt(t *testing.T) {
 // start in one line naming the flag.
 func TestStateFileBadDirectory(t *testing.T) {
 	t.Parallel()
-	vol := volume(t, e2e.Payload("key", "v1"))
+	vol := volume(t, e2etest.Payload("key", "v1"))
 	missing := filepath.Join(t.TempDir(), "nope", "state.json")
-	r := e2e.Run(t, waitFor, "--volume-dir="+vol.Dir, "--webhook-url=http://127.0.0.1:1/-/reload", "--state-file="+missing)
+	r := e2etest.Run(t, waitFor, "--volume-dir="+vol.Dir, "--webhook-url=http://127.0.0.1:1/-/reload", "--state-file="+missing)
 	want := "hotreload: error: --state-file " + missing + ": directory " + filepath.Dir(missing) + " does not exist (mount an emptyDir there)\n"
 	if r.Code != 2 || r.Stderr != want {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", r.Code, r.Stderr, want)
@@ -149,17 +150,17 @@ func TestStateFileBadDirectory(t *testing.T) {
 // on the startup content reloads nothing, like every later one.
 func TestFirstBurstEndsOnStartupContent(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("key", "v1"))
-	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
+	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	p := start(t, app, []string{vol.Dir, sentinel.Dir}, "--debounce=1s")
 
 	// Edited and restored within the debounce, each step seen.
 	n := changesTotal(p)
-	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
-	e2e.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+1 }, "the edit was not seen")
-	e2e.Write(t, vol, true, e2e.Payload("key", "v1"))
-	e2e.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+2 }, "the restore was not seen")
+	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
+	e2etest.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+1 }, "the edit was not seen")
+	e2etest.Write(t, vol, true, e2etest.Payload("key", "v1"))
+	e2etest.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+2 }, "the restore was not seen")
 
 	// The burst settles a second later, one way or the other.
 	fired := func() bool {
@@ -170,10 +171,10 @@ func TestFirstBurstEndsOnStartupContent(t *testing.T) {
 		}
 		return false
 	}
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		return fired() || p.CountLog("content is what the app was last given, not reloading", "dirs="+vol.Dir) > 0
 	}, "the burst did not settle")
-	fire := e2e.Settle(t, p, app, sentinel)
+	fire := e2etest.Settle(t, p, app, sentinel)
 	if fired() {
 		t.Errorf("reloaded for %s, want no reload: the burst ended on the startup content", vol.Dir)
 	}
@@ -187,8 +188,8 @@ func TestFirstBurstEndsOnStartupContent(t *testing.T) {
 // content the app was last given, one entry per volume.
 func TestContentEndpoint(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("key", "v1"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
 	p := start(t, app, []string{vol.Dir})
 
 	check := func(when string) {
@@ -201,7 +202,7 @@ func TestContentEndpoint(t *testing.T) {
 				DeliveredAt time.Time `json:"delivered_at"`
 			} `json:"volumes"`
 		}
-		e2e.Eventually(t, waitFor, func() bool {
+		e2etest.Eventually(t, waitFor, func() bool {
 			code, body, err := p.Get("/-/content")
 			if err != nil || code != 200 || json.Unmarshal([]byte(body), &got) != nil {
 				return false
@@ -216,13 +217,13 @@ func TestContentEndpoint(t *testing.T) {
 		if len(series) != 1 {
 			t.Fatalf("%s: %d series of hotreload_volume_content_info, want 1", when, len(series))
 		}
-		if v, ok := e2e.Value(mfs, "hotreload_volume_content_info", map[string]string{"dir": vol.Dir, "hash": want}); !ok || v != 1 {
+		if v, ok := binary.Value(mfs, "hotreload_volume_content_info", map[string]string{"dir": vol.Dir, "hash": want}); !ok || v != 1 {
 			t.Errorf("%s: hotreload_volume_content_info{dir=%q,hash=%q} = %v, %v; want 1", when, vol.Dir, want, v, ok)
 		}
 	}
 	check("at start")
 	t0 := time.Now()
-	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 	app.WaitAfter(t0, waitFor)
 	check("after a reload")
 	p.Stop()
@@ -232,15 +233,15 @@ func TestContentEndpoint(t *testing.T) {
 // within a probe interval of listening again, not when the backoff ends.
 func TestAppBackIsReloadedAtOnce(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("key", "v1"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
 	p := start(t, app, []string{vol.Dir}, "--webhook-max-backoff=20s", "--log.level=debug")
 	failure := map[string]string{"target": app.URL("/-/reload"), "result": "failure"}
 
 	app.Down()
-	e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 	// Six refused attempts: the next one is 3.2s to 6.4s away.
-	e2e.Eventually(t, 3*waitFor, func() bool {
+	e2etest.Eventually(t, 3*waitFor, func() bool {
 		v, _ := p.Metric("hotreload_reloads_total", failure)
 		return v >= 6
 	}, "fewer than 6 failed attempts")

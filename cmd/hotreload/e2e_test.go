@@ -5,7 +5,7 @@ package main
 // t.TempDir(). Nothing sleeps to wait for an event: every wait polls with a
 // deadline. Where a test must show that something did NOT happen (noise
 // reloads nothing, no reload at start), it makes a real change afterwards
-// and waits for that change's reload (e2e.Settle): the watcher handles
+// and waits for that change's reload (e2etest.Settle): the watcher handles
 // events and the reloader handles changes in order, so by then anything
 // the earlier actions caused has been counted. hotreload_changes_total
 // counts exactly, whatever the debounce merges, so the noise checks assert
@@ -22,7 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
@@ -32,7 +33,7 @@ const waitFor = 10 * time.Second
 
 // start runs hotreload on dirs with app's /-/reload as the target, plus
 // extra flags, and waits until it is ready.
-func start(t *testing.T, app *e2e.App, dirs []string, extra ...string) *e2e.Proc {
+func start(t *testing.T, app *e2etest.App, dirs []string, extra ...string) *e2etest.Proc {
 	t.Helper()
 	var args []string
 	for _, d := range dirs {
@@ -41,7 +42,7 @@ func start(t *testing.T, app *e2e.App, dirs []string, extra ...string) *e2e.Proc
 	if app != nil {
 		args = append(args, "--webhook-url="+app.URL("/-/reload"))
 	}
-	p := e2e.Start(t, append(args, extra...)...)
+	p := e2etest.Start(t, append(args, extra...)...)
 	p.WaitReady(waitFor)
 	return p
 }
@@ -53,13 +54,13 @@ func volume(t *testing.T, payload map[string]kubelet.File) *kubelet.Volume {
 	t.Helper()
 	v := kubelet.New(filepath.Join(t.TempDir(), "vol"))
 	if payload != nil {
-		e2e.Write(t, v, true, payload)
+		e2etest.Write(t, v, true, payload)
 	}
 	return v
 }
 
 // metric returns the value of a metric that must exist.
-func metric(t *testing.T, p *e2e.Proc, name string, labels map[string]string) float64 {
+func metric(t *testing.T, p *e2etest.Proc, name string, labels map[string]string) float64 {
 	t.Helper()
 	return p.MustMetric(name, labels)
 }
@@ -69,26 +70,26 @@ func metric(t *testing.T, p *e2e.Proc, name string, labels map[string]string) fl
 // and noise (an identical re-write, fsGroup chmods, reads) reloads nothing.
 func TestUpdatesReloadOnce(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("app.properties", "color=blue", "mode", "fast"))
-	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("app.properties", "color=blue", "mode", "fast"))
+	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	p := start(t, app, []string{vol.Dir, sentinel.Dir})
 
 	steps := []struct {
 		name    string
 		payload map[string]kubelet.File
 	}{
-		{"value changed", e2e.Payload("app.properties", "color=red", "mode", "fast")},
-		{"key added", e2e.Payload("app.properties", "color=red", "mode", "fast", "extra", "1")},
-		{"nested item", e2e.Payload("app.properties", "color=red", "mode", "fast", "extra", "1", "conf.d/default.conf", "listen 80")},
-		{"nested item changed", e2e.Payload("app.properties", "color=red", "mode", "fast", "extra", "1", "conf.d/default.conf", "listen 81")},
-		{"key vanished", e2e.Payload("app.properties", "color=red", "mode", "fast", "conf.d/default.conf", "listen 81")},
-		{"nested item vanished", e2e.Payload("app.properties", "color=red", "mode", "fast")},
-		{"value changed again", e2e.Payload("app.properties", "color=green", "mode", "fast")},
+		{"value changed", e2etest.Payload("app.properties", "color=red", "mode", "fast")},
+		{"key added", e2etest.Payload("app.properties", "color=red", "mode", "fast", "extra", "1")},
+		{"nested item", e2etest.Payload("app.properties", "color=red", "mode", "fast", "extra", "1", "conf.d/default.conf", "listen 80")},
+		{"nested item changed", e2etest.Payload("app.properties", "color=red", "mode", "fast", "extra", "1", "conf.d/default.conf", "listen 81")},
+		{"key vanished", e2etest.Payload("app.properties", "color=red", "mode", "fast", "conf.d/default.conf", "listen 81")},
+		{"nested item vanished", e2etest.Payload("app.properties", "color=red", "mode", "fast")},
+		{"value changed again", e2etest.Payload("app.properties", "color=green", "mode", "fast")},
 	}
 	for i, s := range steps {
 		t0 := time.Now()
-		e2e.Write(t, vol, true, s.payload)
+		e2etest.Write(t, vol, true, s.payload)
 		app.WaitAfter(t0, waitFor)
 		if got := app.Count(); got != i+1 {
 			t.Fatalf("after step %d (%s): app got %d reloads, want %d: %s", i+1, s.name, got, i+1, app)
@@ -99,7 +100,7 @@ func TestUpdatesReloadOnce(t *testing.T) {
 	// chmods, reads through the visible links.
 	events := metric(t, p, "hotreload_watch_events_total", nil)
 	changes := metric(t, p, "hotreload_changes_total", nil)
-	e2e.Write(t, vol, false, steps[len(steps)-1].payload)
+	e2etest.Write(t, vol, false, steps[len(steps)-1].payload)
 	for range 3 {
 		if err := vol.Chmod(); err != nil {
 			t.Fatal(err)
@@ -108,11 +109,11 @@ func TestUpdatesReloadOnce(t *testing.T) {
 	if _, err := os.ReadFile(filepath.Join(vol.Dir, "app.properties")); err != nil {
 		t.Fatal(err)
 	}
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		return metric(t, p, "hotreload_watch_events_total", nil) > events
 	}, "the chmods made no watch event: the noise was not seen, the test proves nothing")
 
-	e2e.Settle(t, p, app, sentinel)
+	e2etest.Settle(t, p, app, sentinel)
 	if got := metric(t, p, "hotreload_changes_total", nil) - changes; got != 1 {
 		t.Errorf("noise then one sentinel change: %v changes detected, want 1", got)
 	}
@@ -129,15 +130,15 @@ func TestUpdatesReloadOnce(t *testing.T) {
 // careless neighbour does without changing content reloads the app.
 func TestNoiseOnly(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	payload := e2e.Payload("app.properties", "color=blue", "conf.d/default.conf", "listen 80")
+	app := e2etest.NewApp(t)
+	payload := e2etest.Payload("app.properties", "color=blue", "conf.d/default.conf", "listen 80")
 	vol := volume(t, payload)
-	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	p := start(t, app, []string{vol.Dir, sentinel.Dir}, "--debounce=0")
 
 	events := metric(t, p, "hotreload_watch_events_total", nil)
 	for i := range 5 {
-		e2e.Write(t, vol, false, payload) // identical: no filesystem event at all
+		e2etest.Write(t, vol, false, payload) // identical: no filesystem event at all
 		if err := vol.Chmod(); err != nil {
 			t.Fatal(err)
 		}
@@ -149,11 +150,11 @@ func TestNoiseOnly(t *testing.T) {
 			}
 		}
 	}
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		return metric(t, p, "hotreload_watch_events_total", nil) > events
 	}, "the noise made no watch event: the test proves nothing")
 
-	e2e.Settle(t, p, app, sentinel)
+	e2etest.Settle(t, p, app, sentinel)
 	if got := metric(t, p, "hotreload_changes_total", nil); got != 1 {
 		t.Errorf("hotreload_changes_total = %v, want 1 (the sentinel only)", got)
 	}
@@ -167,22 +168,22 @@ func TestNoiseOnly(t *testing.T) {
 // together reload the app once, at most twice.
 func TestBurstAcrossVolumes(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
+	app := e2etest.NewApp(t)
 	var vols []*kubelet.Volume
 	var dirs []string
 	for i := range 5 {
-		v := volume(t, e2e.Payload("key", fmt.Sprint("v1 of ", i)))
+		v := volume(t, e2etest.Payload("key", fmt.Sprint("v1 of ", i)))
 		vols = append(vols, v)
 		dirs = append(dirs, v.Dir)
 	}
 	p := start(t, app, dirs)
 
 	for i, v := range vols {
-		e2e.Write(t, v, true, e2e.Payload("key", fmt.Sprint("v2 of ", i)))
+		e2etest.Write(t, v, true, e2etest.Payload("key", fmt.Sprint("v2 of ", i)))
 	}
 	// Every volume's change has been fired once every dir appears in a
 	// "reloading" line; the request of the last such line is then the last.
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		covered := map[string]bool{}
 		for _, f := range p.Fires() {
 			for _, d := range f.Dirs {
@@ -197,7 +198,7 @@ func TestBurstAcrossVolumes(t *testing.T) {
 		return true
 	}, "not every volume's change was fired")
 	n := len(p.Fires())
-	e2e.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) >= n },
+	e2etest.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) >= n },
 		"%d reloads fired, app answered %s", n, app)
 
 	if got := metric(t, p, "hotreload_changes_total", nil); got != 5 {
@@ -216,36 +217,36 @@ func TestAppUnavailable(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
-		breakApp  func(*e2e.App)
-		fixApp    func(*e2e.App)
+		breakApp  func(*e2etest.App)
+		fixApp    func(*e2etest.App)
 		wantCalls func(int) bool // requests the app saw, failed ones included
 	}{
 		{
 			name:      "connection refused",
-			breakApp:  func(a *e2e.App) { a.Down() },
-			fixApp:    func(a *e2e.App) { a.Up() },
+			breakApp:  func(a *e2etest.App) { a.Down() },
+			fixApp:    func(a *e2etest.App) { a.Up() },
 			wantCalls: func(n int) bool { return n == 1 }, // only the one after Up
 		},
 		{
 			name:      "status 500",
-			breakApp:  func(a *e2e.App) { a.SetStatus(http.StatusInternalServerError, "invalid config") },
-			fixApp:    func(a *e2e.App) { a.SetStatus(http.StatusOK, "") },
+			breakApp:  func(a *e2etest.App) { a.SetStatus(http.StatusInternalServerError, "invalid config") },
+			fixApp:    func(a *e2etest.App) { a.SetStatus(http.StatusOK, "") },
 			wantCalls: func(n int) bool { return n >= 3 },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			app := e2e.NewApp(t)
-			vol := volume(t, e2e.Payload("key", "v1"))
+			app := e2etest.NewApp(t)
+			vol := volume(t, e2etest.Payload("key", "v1"))
 			p := start(t, app, []string{vol.Dir}, "--webhook-max-backoff=300ms")
 			target := map[string]string{"target": app.URL("/-/reload")}
 			failure := map[string]string{"target": app.URL("/-/reload"), "result": "failure"}
 			success := map[string]string{"target": app.URL("/-/reload"), "result": "success"}
 
 			tc.breakApp(app)
-			e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+			e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 			// Down for a few failed attempts (a second or so).
-			e2e.Eventually(t, waitFor, func() bool {
+			e2etest.Eventually(t, waitFor, func() bool {
 				v, _ := p.Metric("hotreload_reloads_total", failure)
 				return v >= 3
 			}, "fewer than 3 failed attempts")
@@ -258,7 +259,7 @@ func TestAppUnavailable(t *testing.T) {
 			upAt := time.Now()
 			tc.fixApp(app)
 
-			e2e.Eventually(t, waitFor, func() bool {
+			e2etest.Eventually(t, waitFor, func() bool {
 				v, _ := p.Metric("hotreload_reloads_total", success)
 				return v == 1
 			}, "no successful reload after the app came back")
@@ -285,24 +286,24 @@ func TestAppUnavailable(t *testing.T) {
 // doing, not the debounce's.
 func TestSlowApp(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
+	app := e2etest.NewApp(t)
 	app.SetDelay(3 * time.Second)
-	vol := volume(t, e2e.Payload("key", "v0"))
+	vol := volume(t, e2etest.Payload("key", "v0"))
 	p := start(t, app, []string{vol.Dir}, "--debounce=0")
 
 	var lastWrite time.Time
 	for i := 1; i <= 5; i++ {
-		e2e.Write(t, vol, true, e2e.Payload("key", fmt.Sprint("v", i)))
+		e2etest.Write(t, vol, true, e2etest.Payload("key", fmt.Sprint("v", i)))
 		lastWrite = time.Now()
 		// Each update is seen (and fired) before the next one is written.
-		e2e.Eventually(t, waitFor, func() bool { return len(p.Fires()) >= i },
+		e2etest.Eventually(t, waitFor, func() bool { return len(p.Fires()) >= i },
 			"update %d was not fired", i)
 	}
 	// Every update was fired; a request that starts after the last fire
 	// carries the newest content, and its answer ends the deliveries.
 	fires := p.Fires()
 	lastFire := fires[len(fires)-1].Time
-	e2e.Eventually(t, 2*waitFor, func() bool {
+	e2etest.Eventually(t, 2*waitFor, func() bool {
 		reqs := app.Requests()
 		if len(reqs) == 0 {
 			return false
@@ -314,7 +315,7 @@ func TestSlowApp(t *testing.T) {
 	if last := reqs[len(reqs)-1]; !last.Start.After(lastWrite) {
 		t.Errorf("the last request started at %s, before the last update at %s", last.Start, lastWrite)
 	}
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		v, _ := p.Metric("hotreload_reloads_total", map[string]string{"result": "success"})
 		return v == float64(app.Count())
 	}, "hotreload did not count the last reload")
@@ -330,8 +331,8 @@ func TestSlowApp(t *testing.T) {
 // appears and on every later update.
 func TestLateVolume(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	present := volume(t, e2e.Payload("key", "v1"))
+	app := e2etest.NewApp(t)
+	present := volume(t, e2etest.Payload("key", "v1"))
 	late := kubelet.New(filepath.Join(t.TempDir(), "not", "yet"))
 	p := start(t, app, []string{present.Dir, late.Dir})
 
@@ -341,16 +342,16 @@ func TestLateVolume(t *testing.T) {
 	}
 
 	t0 := time.Now()
-	e2e.Write(t, late, true, e2e.Payload("key", "v1", "conf.d/nested", "n1"))
+	e2etest.Write(t, late, true, e2etest.Payload("key", "v1", "conf.d/nested", "n1"))
 	app.WaitAfter(t0, waitFor)
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		v, _ := p.Metric("hotreload_watched_dirs", nil)
 		return v == 2
 	}, "the late volume is not watched")
 
 	for i := 2; i <= 3; i++ {
 		t0 := time.Now()
-		e2e.Write(t, late, true, e2e.Payload("key", fmt.Sprint("v", i), "conf.d/nested", "n1"))
+		e2etest.Write(t, late, true, e2etest.Payload("key", fmt.Sprint("v", i), "conf.d/nested", "n1"))
 		app.WaitAfter(t0, waitFor)
 	}
 	if got := p.CountLog("volume does not exist yet"); got != 1 {
@@ -369,10 +370,10 @@ func TestLateVolume(t *testing.T) {
 // again too.
 func TestVolumeRecreated(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	v1 := e2e.Payload("key", "v1", "conf.d/nested", "n1")
+	app := e2etest.NewApp(t)
+	v1 := e2etest.Payload("key", "v1", "conf.d/nested", "n1")
 	vol := volume(t, v1)
-	sentinel := volume(t, e2e.Payload("sentinel", "start"))
+	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	p := start(t, app, []string{vol.Dir, sentinel.Dir})
 	watched := func(want float64) func() bool {
 		return func() bool {
@@ -420,20 +421,20 @@ func TestVolumeRecreated(t *testing.T) {
 		if err := tc.remove(); err != nil {
 			t.Fatal(err)
 		}
-		e2e.Eventually(t, waitFor, watched(1), "%s: the deleted volume is still counted as watched", tc.name)
+		e2etest.Eventually(t, waitFor, watched(1), "%s: the deleted volume is still counted as watched", tc.name)
 		if err := tc.recreate(); err != nil {
 			t.Fatal(err)
 		}
-		e2e.Eventually(t, waitFor, watched(2), "%s: the re-created volume is not watched", tc.name)
+		e2etest.Eventually(t, waitFor, watched(2), "%s: the re-created volume is not watched", tc.name)
 
 		t0 := time.Now()
-		e2e.Write(t, vol, true, e2e.Payload("key", "v2 "+tc.name, "conf.d/nested", "n1"))
+		e2etest.Write(t, vol, true, e2etest.Payload("key", "v2 "+tc.name, "conf.d/nested", "n1"))
 		app.WaitAfter(t0, waitFor)
 		t0 = time.Now()
-		e2e.Write(t, vol, true, v1) // back to v1 for the next case
+		e2etest.Write(t, vol, true, v1) // back to v1 for the next case
 		app.WaitAfter(t0, waitFor)
 		if tc.exact {
-			e2e.Settle(t, p, app, sentinel)
+			e2etest.Settle(t, p, app, sentinel)
 			if got, want := app.Count()-before, 3; got != want {
 				t.Errorf("%s: app got %d reloads, want %d (one per update, one sentinel, none for the deletion or the identical re-creation): %s",
 					tc.name, got, want, app)
@@ -451,7 +452,7 @@ func TestVolumeRecreated(t *testing.T) {
 // each change, including in subdirectories created later.
 func TestPlainDirectory(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
+	app := e2etest.NewApp(t)
 	dir := t.TempDir()
 	scratch := t.TempDir() // same filesystem, outside the watched dir
 	if err := os.WriteFile(filepath.Join(dir, "app.conf"), []byte("a=1\n"), 0o644); err != nil {
@@ -524,7 +525,7 @@ func TestPlainDirectory(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "app.conf"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		return metric(t, p, "hotreload_watch_events_total", nil) > events
 	}, "the noise made no watch event")
 	// The sentinel is renamed into place: one atomic change.
@@ -588,7 +589,7 @@ func TestBadCommandLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := e2e.Run(t, waitFor, tc.args...)
+			r := e2etest.Run(t, waitFor, tc.args...)
 			if r.Code == 0 {
 				t.Fatalf("exit code 0, want non-zero; stderr:\n%s", r.Stderr)
 			}
@@ -624,18 +625,18 @@ func TestCredentialsNotShown(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		url    func(app *e2e.App) string
+		url    func(app *e2etest.App) string
 		bearer bool
 		known  []string // the secrets this process is given, which the app echoes
-		check  func(t *testing.T, r e2e.Request, token string)
+		check  func(t *testing.T, r e2etest.Request, token string)
 	}{
 		{
 			name: "basic auth, query and header",
-			url: func(app *e2e.App) string {
+			url: func(app *e2etest.App) string {
 				return "http://admin:" + password + "@" + app.Addr() + "/-/reload?token=" + query + "&verbose=1"
 			},
 			known: []string{password, basic, query, header},
-			check: func(t *testing.T, r e2e.Request, _ string) {
+			check: func(t *testing.T, r e2etest.Request, _ string) {
 				if got, want := r.Header.Get("Authorization"), "Basic "+basic; got != want {
 					t.Errorf("Authorization = %q, want %q", got, want)
 				}
@@ -643,10 +644,10 @@ func TestCredentialsNotShown(t *testing.T) {
 		},
 		{
 			name:   "bearer token file, rotated",
-			url:    func(app *e2e.App) string { return "http://" + app.Addr() + "/-/reload?token=" + query },
+			url:    func(app *e2etest.App) string { return "http://" + app.Addr() + "/-/reload?token=" + query },
 			bearer: true,
 			known:  []string{token1, query, header},
-			check: func(t *testing.T, r e2e.Request, token string) {
+			check: func(t *testing.T, r e2etest.Request, token string) {
 				if got, want := r.Header.Get("Authorization"), "Bearer "+token; got != want {
 					t.Errorf("Authorization = %q, want %q", got, want)
 				}
@@ -655,10 +656,10 @@ func TestCredentialsNotShown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			app := e2e.NewApp(t)
+			app := e2etest.NewApp(t)
 			// The app rejects the first attempts and quotes what it got.
 			app.FailNext(2, "rejected: "+strings.Join(tc.known, " "))
-			vol := volume(t, e2e.Payload("key", "v1"))
+			vol := volume(t, e2etest.Payload("key", "v1"))
 			args := []string{
 				"--volume-dir=" + vol.Dir,
 				"--webhook-url=" + tc.url(app),
@@ -673,7 +674,7 @@ func TestCredentialsNotShown(t *testing.T) {
 				}
 				args = append(args, "--webhook-bearer-token-file="+tokenFile)
 			}
-			p := e2e.Start(t, args...)
+			p := e2etest.Start(t, args...)
 			p.WaitReady(waitFor)
 
 			token := token1
@@ -685,9 +686,9 @@ func TestCredentialsNotShown(t *testing.T) {
 					}
 				}
 				t0 := time.Now()
-				e2e.Write(t, vol, true, e2e.Payload("key", fmt.Sprint("v", i)))
+				e2etest.Write(t, vol, true, e2etest.Payload("key", fmt.Sprint("v", i)))
 				app.WaitAfter(t0, waitFor)
-				e2e.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) == i-1 },
+				e2etest.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) == i-1 },
 					"update %d not reloaded: %s", i, app)
 				reqs := app.Requests()
 				r := reqs[len(reqs)-1]
@@ -739,12 +740,12 @@ func TestShutdownDuringReload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			app := e2e.NewApp(t)
+			app := e2etest.NewApp(t)
 			app.SetDelay(2 * time.Second)
-			vol := volume(t, e2e.Payload("key", "v1"))
+			vol := volume(t, e2etest.Payload("key", "v1"))
 			p := start(t, app, []string{vol.Dir}, "--debounce=0", "--shutdown-grace="+tc.grace)
 
-			e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+			e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 			app.WaitCount(1, waitFor) // in flight now
 			p.Stop()
 			exited := time.Now()
@@ -776,8 +777,8 @@ func TestReloadOnStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			app := e2e.NewApp(t)
-			vol := volume(t, e2e.Payload("key", "v1"))
+			app := e2etest.NewApp(t)
+			vol := volume(t, e2etest.Payload("key", "v1"))
 			p := start(t, app, []string{vol.Dir}, tc.flags...)
 			if tc.want > 0 {
 				app.WaitCount(tc.want, waitFor)
@@ -785,7 +786,7 @@ func TestReloadOnStart(t *testing.T) {
 			// A change after start is a sync point: its reload comes
 			// after any reload at start.
 			t0 := time.Now()
-			e2e.Write(t, vol, true, e2e.Payload("key", "v2"))
+			e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 			app.WaitAfter(t0, waitFor)
 			atStart := 0
 			for _, r := range app.Requests() {
@@ -817,10 +818,10 @@ func freePort(t *testing.T) string {
 // meaning (--webhook-retries=1: one attempt per change).
 func TestConfigmapReloadCommandLine(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol := volume(t, e2e.Payload("prometheus.yml", "global: {}"))
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("prometheus.yml", "global: {}"))
 	addr := freePort(t)
-	p := e2e.Start(t,
+	p := e2etest.Start(t,
 		"--volume-dir="+vol.Dir,
 		"--webhook-url="+app.URL("/-/reload"),
 		"--webhook-method=POST",
@@ -838,14 +839,14 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 	// One attempt per change: a rejected config is not retried...
 	app.FailNext(1, "invalid config")
 	t0 := time.Now()
-	e2e.Write(t, vol, true, e2e.Payload("prometheus.yml", "global: {scrape_interval: 1s"))
+	e2etest.Write(t, vol, true, e2etest.Payload("prometheus.yml", "global: {scrape_interval: 1s"))
 	app.WaitAfter(t0, waitFor)
-	e2e.Eventually(t, waitFor, func() bool { v, _ := p.Metric("hotreload_reloads_total", failure); return v == 1 },
+	e2etest.Eventually(t, waitFor, func() bool { v, _ := p.Metric("hotreload_reloads_total", failure); return v == 1 },
 		"the rejected attempt was not counted")
 	p.WaitLog(waitFor, "no attempts left")
 	// ...and the fixed config reloads (the sync point that shows it was not).
 	t0 = time.Now()
-	e2e.Write(t, vol, true, e2e.Payload("prometheus.yml", "global: {scrape_interval: 1s}"))
+	e2etest.Write(t, vol, true, e2etest.Payload("prometheus.yml", "global: {scrape_interval: 1s}"))
 	r := app.WaitAfter(t0, waitFor)
 	if r.Method != http.MethodPost {
 		t.Errorf("method %s, want POST", r.Method)
@@ -853,7 +854,7 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 	if got := app.Count(); got != 2 {
 		t.Errorf("app got %d requests, want 2 (no retry of the rejected one): %s", got, app)
 	}
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		v, _ := p.Metric("hotreload_last_reload_successful", nil)
 		return v == 1
 	}, "hotreload_last_reload_successful is not 1 after the fixed config")
@@ -865,9 +866,9 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 // health endpoints answer.
 func TestMetricsAndHealth(t *testing.T) {
 	t.Parallel()
-	app := e2e.NewApp(t)
-	vol1 := volume(t, e2e.Payload("a", "1"))
-	vol2 := volume(t, e2e.Payload("b", "1"))
+	app := e2etest.NewApp(t)
+	vol1 := volume(t, e2etest.Payload("a", "1"))
+	vol2 := volume(t, e2etest.Payload("b", "1"))
 	startedAt := time.Now()
 	p := start(t, app, []string{vol1.Dir, vol2.Dir}, "--web.telemetry-path=/custom-metrics")
 
@@ -878,18 +879,18 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Errorf("GET /metrics = %d with --web.telemetry-path=/custom-metrics, want 404", code)
 	}
 	before := p.ScrapePath("/custom-metrics")
-	if v, ok := e2e.Value(before, "hotreload_changes_total", nil); !ok || v != 0 {
+	if v, ok := binary.Value(before, "hotreload_changes_total", nil); !ok || v != 0 {
 		t.Errorf("hotreload_changes_total before any change = %v (present: %v), want 0", v, ok)
 	}
 
 	t0 := time.Now()
-	e2e.Write(t, vol1, true, e2e.Payload("a", "2"))
+	e2etest.Write(t, vol1, true, e2etest.Payload("a", "2"))
 	app.WaitAfter(t0, waitFor)
 	target := map[string]string{"target": app.URL("/-/reload")}
 	var mfs = before
-	e2e.Eventually(t, waitFor, func() bool {
+	e2etest.Eventually(t, waitFor, func() bool {
 		mfs = p.ScrapePath("/custom-metrics")
-		v, _ := e2e.Value(mfs, "hotreload_reloads_total", map[string]string{"result": "success"})
+		v, _ := binary.Value(mfs, "hotreload_reloads_total", map[string]string{"result": "success"})
 		return v == 1
 	}, "no successful reload counted")
 
@@ -899,7 +900,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		check  func(v float64) bool
 		want   string
 	}{
-		{"hotreload_build_info", map[string]string{"version": e2e.TestVersion, "revision": "e2e"}, eq(1), "1"},
+		{"hotreload_build_info", map[string]string{"version": e2etest.TestVersion, "revision": "e2e"}, eq(1), "1"},
 		{"hotreload_watched_dirs", nil, eq(2), "2"},
 		{"hotreload_changes_total", nil, eq(1), "1"},
 		{"hotreload_watch_events_total", nil, gt(0), "> 0"},
@@ -914,7 +915,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		{"process_open_fds", nil, gt(0), "> 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, ok := e2e.Value(mfs, tc.name, tc.labels)
+			v, ok := binary.Value(mfs, tc.name, tc.labels)
 			if !ok {
 				t.Fatalf("no %s%v", tc.name, tc.labels)
 			}
@@ -923,7 +924,7 @@ func TestMetricsAndHealth(t *testing.T) {
 			}
 		})
 	}
-	if v, ok := e2e.Value(mfs, "hotreload_reloads_total", map[string]string{"result": "failure"}); ok && v != 0 {
+	if v, ok := binary.Value(mfs, "hotreload_reloads_total", map[string]string{"result": "failure"}); ok && v != 0 {
 		t.Errorf("hotreload_reloads_total{result=failure} = %v, want 0 or absent", v)
 	}
 	p.Stop()

@@ -6,15 +6,19 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
-// TestMain checks that no goroutine of the harness (process waiters, log
-// copiers, test servers, HTTP clients) outlives the tests, and removes the
-// binary that the tests built.
+// TestMain runs hotreload itself when the end-to-end tests re-execute this
+// test binary as hotreload (e2etest.RunMain), so that they test a
+// race-instrumented hotreload. Otherwise it runs the tests, checks that no
+// goroutine of the harness (process waiters, log copiers, test servers,
+// HTTP clients) outlives them, and removes the release binary that the
+// benchmarks built.
 func TestMain(m *testing.M) {
+	e2etest.RunMain(main)
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		e2e.Cleanup()
+		e2etest.Cleanup()
 		os.Exit(code)
 	}))
 }

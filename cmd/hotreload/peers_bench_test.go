@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
@@ -76,14 +76,14 @@ func BenchmarkSwapToSignal(b *testing.B) {
 		Args: []string{catcherName, "-test.run=^$", "-test.bench=^BenchmarkSwapToSignal$", "-test.benchtime=1x"},
 		Env:  append(os.Environ(), envCatcher+"="+catchDir),
 	})
-	e2e.Eventually(b, 20*time.Second, func() bool {
+	e2etest.Eventually(b, 20*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(catchDir, "ready"))
 		return err == nil
 	}, "the SIGHUP catcher is not ready")
 
 	vol := kubelet.New(filepath.Join(b.TempDir(), "vol"))
-	e2e.Write(b, vol, true, e2e.Payload("app.conf", "swap=0\n"))
-	hr := e2e.StartWith(b, e2e.Options{Binary: bin},
+	e2etest.Write(b, vol, true, e2etest.Payload("app.conf", "swap=0\n"))
+	hr := e2etest.StartWith(b, e2etest.Options{Binary: bin},
 		"--volume-dir="+vol.Dir, "--signal=SIGHUP", "--process-name="+catcherName, "--debounce=0")
 	hr.WaitReady(10 * time.Second)
 
@@ -92,9 +92,9 @@ func BenchmarkSwapToSignal(b *testing.B) {
 	b.ResetTimer()
 	for i := 1; i <= signalSwaps; i++ {
 		t0 := time.Now()
-		e2e.Write(b, vol, true, e2e.Payload("app.conf", fmt.Sprintf("swap=%d\n", i)))
+		e2etest.Write(b, vol, true, e2etest.Payload("app.conf", fmt.Sprintf("swap=%d\n", i)))
 		var got []time.Time
-		e2e.EventuallyMsg(b, 10*time.Second, func() bool {
+		e2etest.EventuallyMsg(b, 10*time.Second, func() bool {
 			got = readHups(b, hups)
 			return len(got) >= i
 		}, func() string { return fmt.Sprintf("swap %d: %d SIGHUPs received", i, len(got)) })

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
@@ -34,7 +35,7 @@ func TestNginxReloadBySignal(t *testing.T) {
 	}
 
 	ng := startNginx(t, nginxPath)
-	hr := e2e.StartWith(t, e2e.Options{Binary: bin},
+	hr := e2etest.StartWith(t, e2etest.Options{Binary: bin},
 		"--volume-dir="+ng.vol.Dir, "--signal=SIGHUP", "--process-name=nginx", "--debounce=0")
 	hr.WaitReady(10 * time.Second)
 	hr.WaitLog(5*time.Second, "msg=starting", "targets=signal:nginx")
@@ -47,7 +48,7 @@ func TestNginxReloadBySignal(t *testing.T) {
 	// A change: nginx serves it, from the same master and new workers.
 	master := mustStat(t, ng.Pid())
 	workers := ng.waitWorkers(t, nil)
-	e2e.Write(t, ng.vol, true, ng.payload("v2"))
+	e2etest.Write(t, ng.vol, true, ng.payload("v2"))
 	waitGet(t, peerTimeout, ng.url, http.StatusOK, func(b string) bool { return b == "v2\n" })
 	waitMetric(t, hr, peerTimeout, "hotreload_reloads_total", success, equals(1))
 	newWorkers := ng.waitWorkers(t, workers)
@@ -69,7 +70,7 @@ func TestNginxReloadBySignal(t *testing.T) {
 	// comes before the real change's, not merged into it. (A hash that is
 	// still running when the next write lands can still merge them: a
 	// wrong reload may then go unnoticed, but no correct run fails.)
-	e2e.Write(t, ng.vol, false, ng.payload("v2"))
+	e2etest.Write(t, ng.vol, false, ng.payload("v2"))
 	events := metric(hr, "hotreload_watch_events_total", nil)
 	if err := ng.vol.Chmod(); err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestNginxReloadBySignal(t *testing.T) {
 	waitMetric(t, hr, peerTimeout, "hotreload_watch_events_total", nil, atLeast(events+5))
 
 	// The sync point: a real change makes exactly one more reload.
-	e2e.Write(t, ng.vol, true, ng.payload("v3"))
+	e2etest.Write(t, ng.vol, true, ng.payload("v3"))
 	waitGet(t, peerTimeout, ng.url, http.StatusOK, func(b string) bool { return b == "v3\n" })
 	waitMetric(t, hr, peerTimeout, "hotreload_reloads_total", success, atLeast(2))
 	ng.waitWorkers(t, newWorkers)
@@ -98,7 +99,7 @@ func TestNginxReloadBySignal(t *testing.T) {
 		{"hotreload_changes_total", nil, 2},
 		{"hotreload_last_reload_successful", map[string]string{"target": "signal:nginx"}, 1},
 	} {
-		if got, _ := e2e.Value(mfs, c.name, c.labels); got != c.want {
+		if got, _ := binary.Value(mfs, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
@@ -124,29 +125,29 @@ func TestNginxSignalUnhandledTarget(t *testing.T) {
 	// matches.
 	const name = "hrpeer-nohup"
 	target := startPeer(t, name, &exec.Cmd{Path: sleepPath, Args: []string{name, "1000"}})
-	e2e.Eventually(t, 10*time.Second, func() bool {
+	e2etest.Eventually(t, 10*time.Second, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", target.Pid()))
 		return err == nil && strings.HasPrefix(string(b), name+"\x00")
 	}, "%s did not start", name)
 	before := mustStat(t, target.Pid())
 
 	vol := kubelet.New(filepath.Join(t.TempDir(), "vol"))
-	e2e.Write(t, vol, true, e2e.Payload("app.conf", "v1\n"))
-	hr := e2e.StartWith(t, e2e.Options{Binary: bin},
+	e2etest.Write(t, vol, true, e2etest.Payload("app.conf", "v1\n"))
+	hr := e2etest.StartWith(t, e2etest.Options{Binary: bin},
 		"--volume-dir="+vol.Dir, "--signal=SIGHUP", "--process-name="+name, "--debounce=0",
 		"--webhook-max-backoff=200ms")
 	hr.WaitReady(10 * time.Second)
 
-	e2e.Write(t, vol, true, e2e.Payload("app.conf", "v2\n"))
+	e2etest.Write(t, vol, true, e2etest.Payload("app.conf", "v2\n"))
 	labels := map[string]string{"target": "signal:" + name, "result": "failure"}
 	// Two failed attempts: hotreload has looked at the target twice and
 	// sent nothing either time, or the target would be dead by now.
 	waitMetric(t, hr, peerTimeout, "hotreload_reloads_total", labels, atLeast(2))
 	mfs := hr.Scrape()
-	if v, ok := e2e.Value(mfs, "hotreload_last_reload_successful", map[string]string{"target": "signal:" + name}); !ok || v != 0 {
+	if v, ok := binary.Value(mfs, "hotreload_last_reload_successful", map[string]string{"target": "signal:" + name}); !ok || v != 0 {
 		t.Errorf("hotreload_last_reload_successful = %v (found %v), want 0", v, ok)
 	}
-	if v, _ := e2e.Value(mfs, "hotreload_reloads_total", map[string]string{"result": "success"}); v != 0 {
+	if v, _ := binary.Value(mfs, "hotreload_reloads_total", map[string]string{"result": "success"}); v != 0 {
 		t.Errorf("%v successful reloads, want 0", v)
 	}
 	target.mustRun()
@@ -182,7 +183,7 @@ func startNginx(t *testing.T, path string) *nginx {
 	}
 	ng := &nginx{t: t, vol: kubelet.New(filepath.Join(dir, "vol")), addr: freeAddr(t)}
 	ng.url = "http://" + ng.addr + "/version"
-	e2e.Write(t, ng.vol, true, ng.payload("v1"))
+	e2etest.Write(t, ng.vol, true, ng.payload("v1"))
 	conf := filepath.Join(prefix, "nginx.conf")
 	data := fixture(t, "nginx.conf", map[string]string{"Prefix": prefix, "Volume": ng.vol.Dir})
 	if err := os.WriteFile(conf, []byte(data), 0o644); err != nil {
@@ -196,7 +197,7 @@ func startNginx(t *testing.T, path string) *nginx {
 
 // payload is the volume's content serving version v.
 func (ng *nginx) payload(v string) map[string]kubelet.File {
-	return e2e.Payload("server.conf", fixture(ng.t, "nginx-server.conf", map[string]string{"Addr": ng.addr, "Version": v}))
+	return e2etest.Payload("server.conf", fixture(ng.t, "nginx-server.conf", map[string]string{"Addr": ng.addr, "Version": v}))
 }
 
 // waitWorkers waits until the master has exactly its number of workers,
@@ -205,7 +206,7 @@ func (ng *nginx) payload(v string) map[string]kubelet.File {
 func (ng *nginx) waitWorkers(t *testing.T, old []int) []int {
 	t.Helper()
 	var pids []int
-	e2e.EventuallyMsg(t, peerTimeout, func() bool {
+	e2etest.EventuallyMsg(t, peerTimeout, func() bool {
 		pids = pids[:0]
 		for _, c := range children(t, ng.Pid()) {
 			if c.Comm == "nginx" {

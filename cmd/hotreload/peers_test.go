@@ -6,8 +6,8 @@ package main_test
 // through a PID namespace (peers_nginx_test.go), Prometheus and Alertmanager
 // reloaded by their /-/reload endpoint (peers_webhook_test.go), and the
 // swap-to-signal benchmark (peers_bench_test.go). This file holds what they
-// share: finding the peer, running a test inside a fresh PID namespace,
-// starting and killing a peer process, free ports, the configuration
+// share: finding the peer, running a test inside a fresh PID namespace
+// (e2etest.InPIDNamespace), starting and killing a peer process, free ports, the configuration
 // fixtures of testdata/peers, and HTTP and /proc helpers.
 //
 // Every process a test starts listens on 127.0.0.1 only, keeps its state
@@ -15,17 +15,14 @@ package main_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"text/template"
@@ -35,19 +32,16 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
-// Environment of the test binary when a test re-runs it inside a PID
-// namespace. The names do not start with HOTRELOAD_, which hotreload reads
-// its flags from, since hotreload inherits the environment.
-const (
-	// envInNamespace marks the test binary that runs inside the namespace.
-	envInNamespace = "PEERS_TEST_IN_PID_NAMESPACE"
-	// envBinary is the hotreload binary built outside, so that the inside
-	// does not build it again.
-	envBinary = "PEERS_TEST_HOTRELOAD_BINARY"
-)
+// envBinary, in a benchmark's PID namespace, is the release-built hotreload
+// that the benchmark measures, built outside so that the inside does not
+// build it again. Tests run the test binary as hotreload (e2etest.Start).
+// The name does not start with HOTRELOAD_, which hotreload reads its flags
+// from, since hotreload inherits the environment.
+const envBinary = "PEERS_TEST_HOTRELOAD_BINARY"
 
 // Timeouts. They bound waits that end as soon as their condition holds.
 const (
@@ -56,19 +50,7 @@ const (
 	peerStartTimeout = 30 * time.Second
 	// peerTimeout bounds the wait for a reload to show.
 	peerTimeout = 30 * time.Second
-	// namespaceTimeout bounds a whole test run inside a PID namespace.
-	namespaceTimeout = 2 * time.Minute
 )
-
-// skipOrFail skips the test where a prerequisite is missing on this
-// machine, but fails it in CI (CI=true), which installs everything.
-func skipOrFail(tb testing.TB, format string, args ...any) {
-	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf(format+" (CI=true: it must be there)", args...)
-	}
-	tb.Skipf(format+" (CI=true makes this a failure)", args...)
-}
 
 // requirePeer returns the path of a peer's binary, looked up in PATH and
 // then in dir (Debian puts nginx in /usr/sbin, which a user's PATH may
@@ -81,121 +63,29 @@ func requirePeer(tb testing.TB, name, dir, pkg string) string {
 	if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
 		return p
 	}
-	skipOrFail(tb, "%s not installed: apt-get install %s", name, pkg)
+	e2etest.SkipOrFail(tb, "%s not installed: apt-get install %s", name, pkg)
 	return ""
 }
 
-var unshareCheck struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// unshare returns the path of unshare(1) once it has made a PID namespace
-// here, or why it cannot (no unshare, or not permitted: it needs root or
-// user namespaces).
-func unshare() (string, error) {
-	c := &unshareCheck
-	c.once.Do(func() {
-		c.path, c.err = exec.LookPath("unshare")
-		if c.err != nil {
-			return
-		}
-		out, err := exec.Command(c.path, "--pid", "--fork", "--mount-proc", "--kill-child", "true").CombinedOutput()
-		if err != nil {
-			c.err = fmt.Errorf("unshare --pid --fork --mount-proc --kill-child is not permitted here (needs root or user namespaces): %w: %s",
-				err, bytes.TrimSpace(out))
-		}
-	})
-	return c.path, c.err
-}
-
 // inPIDNamespace runs the calling top-level test or benchmark inside a
-// fresh PID namespace with its own /proc, where it is pid 1 and sees only
-// the processes it starts: nothing outside the test can ever be signalled,
-// and when it exits the kernel kills every process left in the namespace.
-//
-// Outside, it builds hotreload, re-runs the test binary under
-// `unshare --pid --fork --mount-proc --kill-child` with -test.run (or
-// -test.bench) selecting tb alone, reports its output, fails tb if it
-// failed, and returns inside=false: the caller returns. Inside, it returns
-// the hotreload binary and inside=true: the caller runs its body.
-//
-// Where no PID namespace can be made, a test is skipped (failed in CI) and
-// a benchmark is skipped.
+// fresh PID namespace (see e2etest.InPIDNamespace) and returns inside=true
+// there, with the hotreload binary to run: "" for a test, which runs the
+// test binary as hotreload, and the release-built one for a benchmark.
+// Outside it returns inside=false once the run inside is over: the caller
+// returns.
 func inPIDNamespace(tb testing.TB, extraEnv ...string) (hotreload string, inside bool) {
 	tb.Helper()
-	if bin := os.Getenv(envBinary); os.Getenv(envInNamespace) != "" {
-		if os.Getpid() != 1 {
-			tb.Fatalf("pid %d, want 1: not in a fresh PID namespace, refusing to send signals", os.Getpid())
-		}
-		if bin == "" {
-			tb.Fatalf("%s is not set", envBinary)
-		}
-		return bin, true
-	}
-
-	unsharePath, err := unshare()
 	_, isBench := tb.(*testing.B)
-	switch {
-	case err != nil && isBench:
-		tb.Skipf("no PID namespace, no benchmark: %v", err)
-	case err != nil:
-		skipOrFail(tb, "%v", err)
+	if isBench && os.Getenv(envBinary) == "" {
+		extraEnv = append(extraEnv, envBinary+"="+e2etest.Release(tb))
 	}
-	bin := e2e.Binary(tb)
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
+	if !e2etest.InPIDNamespace(tb, extraEnv...) {
+		return "", false
 	}
-
-	timeout := namespaceTimeout
-	if t, ok := tb.(*testing.T); ok {
-		if dl, ok := t.Deadline(); ok && time.Until(dl)-5*time.Second < timeout {
-			timeout = max(time.Until(dl)-5*time.Second, 10*time.Second)
-		}
+	if bin := os.Getenv(envBinary); isBench && bin == "" {
+		tb.Fatalf("%s is not set", envBinary)
 	}
-	only := "^" + regexp.QuoteMeta(tb.Name()) + "$"
-	args := []string{"--pid", "--fork", "--mount-proc", "--kill-child", "--", exe, "-test.run=" + only}
-	if isBench {
-		args = []string{"--pid", "--fork", "--mount-proc", "--kill-child", "--", exe,
-			"-test.run=^$", "-test.bench=" + only, "-test.benchtime=1x"}
-	}
-	args = append(args, "-test.v", "-test.count=1", "-test.timeout="+(timeout-time.Second).String())
-
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, unsharePath, args...)
-	cmd.Env = append(os.Environ(), envInNamespace+"=1", envBinary+"="+bin)
-	cmd.Env = append(cmd.Env, extraEnv...)
-	// Should this test binary die, unshare dies too, and with it
-	// (--kill-child) the namespace.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 5 * time.Second
-	var out e2e.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	output := out.String()
-	// A benchmark's log is always shown: keep the inside's output for its
-	// failures.
-	if !isBench || err != nil {
-		tb.Logf("%s in a PID namespace:\n%s", tb.Name(), indent(output))
-	}
-	switch {
-	case ctx.Err() != nil:
-		tb.Fatalf("%s in a PID namespace: still running after %s", tb.Name(), timeout)
-	case err != nil:
-		tb.Fatalf("%s in a PID namespace: %v", tb.Name(), err)
-	case !isBench && strings.Contains(output, "--- SKIP: "+tb.Name()+" "):
-		tb.Skipf("skipped in the PID namespace")
-	case !isBench && !strings.Contains(output, "--- PASS: "+tb.Name()+" "):
-		tb.Fatalf("%s did not pass in the PID namespace", tb.Name())
-	}
-	return "", false
-}
-
-func indent(s string) string {
-	return "\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
+	return os.Getenv(envBinary), true
 }
 
 // peer is a running peer process (nginx, Prometheus, a target).
@@ -203,7 +93,7 @@ type peer struct {
 	tb   testing.TB
 	name string
 	cmd  *exec.Cmd
-	out  e2e.Buffer    // stdout and stderr
+	out  binary.Buffer // stdout and stderr
 	done chan struct{} // closed once the process has exited and been reaped
 }
 
@@ -230,7 +120,7 @@ func startPeer(tb testing.TB, name string, cmd *exec.Cmd) *peer {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 		if tb.Failed() {
-			tb.Logf("%s %s\n--- output:\n%s", name, strings.Join(cmd.Args[1:], " "), indent(p.out.String()))
+			tb.Logf("%s %s\n--- output:\n%s", name, strings.Join(cmd.Args[1:], " "), e2etest.Indent(p.out.String()))
 		}
 	})
 	return p
@@ -291,8 +181,8 @@ func waitGet(tb testing.TB, timeout time.Duration, url string, status int, ok fu
 		body string
 		err  error
 	)
-	e2e.EventuallyMsg(tb, timeout, func() bool {
-		code, body, err = e2e.Get(url)
+	e2etest.EventuallyMsg(tb, timeout, func() bool {
+		code, body, err = binary.Get(url)
 		return err == nil && code == status && ok(body)
 	}, func() string {
 		return fmt.Sprintf("GET %s: status %d (want %d), %v, body:\n%s", url, code, status, err, excerpt(body))
@@ -312,7 +202,7 @@ func excerpt(s string) string {
 // scrape returns the metrics a peer exposes at url, parsed.
 func scrape(tb testing.TB, url string) map[string]*dto.MetricFamily {
 	tb.Helper()
-	code, body, err := e2e.Get(url)
+	code, body, err := binary.Get(url)
 	if err != nil || code != http.StatusOK {
 		tb.Fatalf("GET %s: status %d, %v", url, code, err)
 	}
@@ -328,7 +218,7 @@ func scrape(tb testing.TB, url string) map[string]*dto.MetricFamily {
 // the test if it has none.
 func peerMetric(tb testing.TB, url, name string) float64 {
 	tb.Helper()
-	v, ok := e2e.Value(scrape(tb, url), name, nil)
+	v, ok := binary.Value(scrape(tb, url), name, nil)
 	if !ok {
 		tb.Fatalf("%s has no metric %s", url, name)
 	}
@@ -337,15 +227,15 @@ func peerMetric(tb testing.TB, url, name string) float64 {
 
 // metric is hotreload's metric name{labels}, 0 if it has no such series
 // yet.
-func metric(p *e2e.Proc, name string, labels map[string]string) float64 {
+func metric(p *e2etest.Proc, name string, labels map[string]string) float64 {
 	v, _ := p.Metric(name, labels)
 	return v
 }
 
 // waitMetric waits until hotreload's metric name{labels} satisfies ok.
-func waitMetric(tb testing.TB, p *e2e.Proc, timeout time.Duration, name string, labels map[string]string, ok func(float64) bool) {
+func waitMetric(tb testing.TB, p *e2etest.Proc, timeout time.Duration, name string, labels map[string]string, ok func(float64) bool) {
 	tb.Helper()
-	e2e.EventuallyMsg(tb, timeout, func() bool { return ok(metric(p, name, labels)) }, func() string {
+	e2etest.EventuallyMsg(tb, timeout, func() bool { return ok(metric(p, name, labels)) }, func() string {
 		return fmt.Sprintf("hotreload's %s%v is %v", name, labels, metric(p, name, labels))
 	})
 }

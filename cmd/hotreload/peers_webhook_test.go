@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
@@ -76,7 +76,7 @@ func TestPrometheusReloadByWebhook(t *testing.T) {
 		live: func(t *testing.T, base string) {
 			// Prometheus scrapes the added job's target, hotreload.
 			var body string
-			e2e.EventuallyMsg(t, peerTimeout, func() bool {
+			e2etest.EventuallyMsg(t, peerTimeout, func() bool {
 				body = waitGet(t, peerTimeout, base+"/api/v1/targets?state=active", http.StatusOK, anyBody)
 				var resp struct {
 					Data struct {
@@ -150,7 +150,7 @@ func testWebhookPeer(t *testing.T, app webhookPeer) {
 	data := map[string]string{"Self": addr} // and, from stage 2 on, "Hotreload": its address
 	write := func(changed bool, stage string) {
 		t.Helper()
-		e2e.Write(t, vol, changed, e2e.Payload(app.file, fixture(t, app.fixture+"-"+stage+".yml", data)))
+		e2etest.Write(t, vol, changed, e2etest.Payload(app.file, fixture(t, app.fixture+"-"+stage+".yml", data)))
 	}
 	config := func() string {
 		t.Helper()
@@ -159,7 +159,7 @@ func testWebhookPeer(t *testing.T, app webhookPeer) {
 	waitConfigured := func(want string) {
 		t.Helper()
 		var body string
-		e2e.EventuallyMsg(t, peerTimeout, func() bool { body = config(); return app.configured(t, body, want) }, func() string {
+		e2etest.EventuallyMsg(t, peerTimeout, func() bool { body = config(); return app.configured(t, body, want) }, func() string {
 			return fmt.Sprintf("%s does not run a configuration with %q:\n%s", app.name, want, excerpt(body))
 		})
 	}
@@ -170,7 +170,7 @@ func testWebhookPeer(t *testing.T, app webhookPeer) {
 	waitGet(t, peerStartTimeout, base+"/-/ready", http.StatusOK, anyBody)
 
 	reloadURL := base + "/-/reload"
-	hr := e2e.StartWith(t, e2e.Options{}, "--volume-dir="+vol.Dir, "--webhook-url="+reloadURL,
+	hr := e2etest.StartWith(t, e2etest.Options{}, "--volume-dir="+vol.Dir, "--webhook-url="+reloadURL,
 		"--debounce=0", "--webhook-max-backoff=500ms")
 	hr.WaitReady(10 * time.Second)
 	data["Hotreload"] = hr.Addr()

@@ -8,24 +8,22 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/internal/poll"
 )
 
 // deadline bounds every wait of the demo; each ends as soon as what it
@@ -49,8 +47,19 @@ func say(format string, args ...any) {
 	fmt.Printf(format+"\n", args...)
 }
 
-func step(n int, format string, args ...any) {
-	say("\n%d. "+format, append([]any{n}, args...)...)
+// The contents of the volume, one per update.
+var (
+	v1 = map[string]kubelet.File{"greeting": {Data: []byte("hello")}, "color": {Data: []byte("blue")}}
+	v2 = map[string]kubelet.File{"greeting": {Data: []byte("hello")}, "color": {Data: []byte("green")}}
+	v3 = map[string]kubelet.File{"greeting": {Data: []byte("bonjour")}, "conf.d/app.yaml": {Data: []byte("workers: 4")}}
+)
+
+// demo is what the steps share: the volume, the app and hotreload.
+type demo struct {
+	bin string // the hotreload binary
+	vol *kubelet.Volume
+	app *app
+	hr  *binary.Process
 }
 
 func run() error {
@@ -62,136 +71,205 @@ func run() error {
 	say("hotreload demo: the kubelet, an app, and hotreload between them (working in %s)", tmp)
 
 	say("\nBuilding hotreload...")
-	bin, err := e2e.Build(tmp, "demo")
-	if err != nil {
+	// No revision: go build records the commit (unless -buildvcs=false),
+	// which the logs and hotreload_build_info then show.
+	d := &demo{vol: kubelet.New(filepath.Join(tmp, "etc-config"))}
+	if d.bin, err = binary.Build(tmp, "demo", ""); err != nil {
 		return err
 	}
+	defer d.close()
 
-	// 1. The kubelet populates the volume before any container starts.
-	volDir := filepath.Join(tmp, "etc-config")
-	vol := kubelet.New(volDir)
-	v1 := map[string]kubelet.File{
-		"greeting": {Data: []byte("hello")},
-		"color":    {Data: []byte("blue")},
+	steps := []struct {
+		title string
+		do    func() error
+	}{
+		{"The kubelet writes the ConfigMap volume v1 (greeting: hello, color: blue) before the pod starts.", d.populate},
+		{"The app starts and reads its config from the volume.", d.startApp},
+		{"hotreload starts as the sidecar.", d.startHotreload},
+		{"The kubelet updates the volume to v2 (color: blue -> green): it writes a new\n" +
+			"   ..<timestamp> directory, then renames ..data over the old link in one atomic step.", d.update},
+		{"An identical re-write: a new ..<timestamp> directory with the same bytes, swapped in\n" +
+			"   as ..data. (The kubelet itself writes nothing when the bytes are identical; the demo\n" +
+			"   forces the swap to show hotreload's own content check.)", d.identicalRewrite},
+		{"fsGroup noise: the kubelet changes the mode of every file and directory (3 times),\n" +
+			"   which makes filesystem events but changes no content.", d.chmodNoise},
+		{"The kubelet updates the volume to v3: greeting changes, the key color vanishes,\n" +
+			"   and an item with a nested path (conf.d/app.yaml) appears.", d.biggerUpdate},
+		{"hotreload's metrics (GET /metrics, hotreload_* only):", d.showMetrics},
+		{"The pod stops: SIGTERM to hotreload.", d.stop},
 	}
-	step(1, "The kubelet writes the ConfigMap volume v1 (greeting: hello, color: blue) before the pod starts.")
-	if _, err := vol.Write(v1); err != nil {
+	for i, s := range steps {
+		say("\n%d. %s", i+1, s.title)
+		if err := s.do(); err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+	}
+	say("\nDemo complete: 2 updates, 2 reloads; an identical re-write and chmod noise, no reload.")
+	return nil
+}
+
+func (d *demo) close() {
+	if d.hr != nil {
+		d.hr.Kill()
+	}
+	if d.app != nil {
+		d.app.close()
+	}
+}
+
+// populate writes v1, as the kubelet does before any container starts.
+func (d *demo) populate() error {
+	if err := update(d.vol, v1, true); err != nil {
 		return err
 	}
-	showLayout(volDir)
+	showLayout(d.vol.Dir)
+	return nil
+}
 
-	// 2. The app starts and reads its config.
-	step(2, "The app starts and reads its config from the volume.")
-	app, err := startApp(volDir)
-	if err != nil {
+func (d *demo) startApp() error {
+	var err error
+	if d.app, err = startApp(d.vol.Dir); err != nil {
 		return err
 	}
-	defer app.close()
-	say("   [app] started on %s with config: %s", app.addr, app.current())
+	say("   [app] started on %s with config: %s", d.app.addr, d.app.current())
+	return nil
+}
 
-	// 3. hotreload starts as the sidecar.
+func (d *demo) startHotreload() error {
 	args := []string{
-		"--volume-dir=" + volDir,
-		"--webhook-url=http://" + app.addr + "/-/reload",
+		"--volume-dir=" + d.vol.Dir,
+		"--webhook-url=http://" + d.app.addr + "/-/reload",
 		"--debounce=100ms",
 		"--web.listen-address=127.0.0.1:0",
 	}
-	step(3, "hotreload starts as the sidecar:\n   hotreload %s", strings.Join(args, " "))
-	hr, err := startHotreload(bin, args)
-	if err != nil {
+	say("   hotreload %s", strings.Join(args, " "))
+	var err error
+	if d.hr, err = binary.Start(d.bin, binary.Options{Stderr: &prefixLines{prefix: "   [hotreload] "}}, args...); err != nil {
 		return err
 	}
-	defer hr.kill()
-	if !e2e.Poll(deadline, func() bool { return hr.status("/-/ready") == http.StatusOK }) {
+	if !poll.Until(deadline, func() bool { return d.hr.Status("/-/ready") == http.StatusOK }) {
 		return fmt.Errorf("GET /-/ready did not answer 200 within %s", deadline)
 	}
-	say("   GET http://%s/-/ready = 200: every volume is hashed and watched.", hr.addr)
+	say("   GET %s = 200: every volume is hashed and watched.", d.hr.URL("/-/ready"))
+	return nil
+}
 
-	// 4. An update.
-	step(4, "The kubelet updates the volume to v2 (color: blue -> green): it writes a new\n"+
-		"   ..<timestamp> directory, then renames ..data over the old link in one atomic step.")
-	v2 := map[string]kubelet.File{
-		"greeting": {Data: []byte("hello")},
-		"color":    {Data: []byte("green")},
-	}
-	if err := update(vol, v2, true); err != nil {
-		return err
-	}
+// update writes v2 and waits for the app's first reload.
+func (d *demo) update() error {
 	t0 := time.Now()
-	cfg, err := app.waitReload(1)
-	if err != nil {
-		return fmt.Errorf("step 4: %w", err)
-	}
-	took := time.Since(t0)
-	if err := hr.waitLogged(1); err != nil {
-		return fmt.Errorf("step 4: %w", err)
-	}
-	say("   -> the app reloaded %s after the swap; it now runs with: %s", took.Round(time.Millisecond), cfg)
-
-	// 5. An identical re-write.
-	step(5, "The kubelet syncs the same ConfigMap again (its periodic resync): the bytes are\n"+
-		"   identical, so it writes nothing at all.")
-	if err := update(vol, v2, false); err != nil {
+	if err := update(d.vol, v2, true); err != nil {
 		return err
 	}
-	say("   -> no filesystem event, nothing for hotreload to do; the config is still: %s", app.current())
+	cfg, err := d.waitReload(1)
+	if err != nil {
+		return err
+	}
+	say("   -> the app reloaded %s after the swap; it now runs with: %s", time.Since(t0).Round(time.Millisecond), cfg)
+	return nil
+}
 
-	// 6. Noise: chmod only.
-	step(6, "fsGroup noise: the kubelet changes the mode of every file and directory (3 times),\n"+
-		"   which makes filesystem events but changes no content.")
-	events := hr.metric("hotreload_watch_events_total")
+// identicalRewrite swaps ..data to a new version directory with the bytes
+// the volume already holds. hotreload sees the events of an update, hashes
+// what the app would read, finds what it last delivered, and reloads
+// nothing; biggerUpdate checks that by the app's count of reloads.
+func (d *demo) identicalRewrite() error {
+	events := d.metric("hotreload_watch_events_total")
+	before, err := os.Readlink(filepath.Join(d.vol.Dir, "..data"))
+	if err != nil {
+		return err
+	}
+	after, err := swapIdentical(d.vol.Dir)
+	if err != nil {
+		return err
+	}
+	say("   ..data -> %s, was %s", after, before)
+	if !poll.Until(deadline, func() bool { return d.metric("hotreload_watch_events_total") > events }) {
+		return errors.New("hotreload saw no event from the swap")
+	}
+	say("   -> hotreload got %.0f filesystem events for the swap; the content it hashes is what the app\n"+
+		"      already has, so no reload (step 7 checks that: the app's next reload is its 2nd).",
+		d.metric("hotreload_watch_events_total")-events)
+	return nil
+}
+
+// chmodNoise flips the modes of the volume's files, as the kubelet does for
+// fsGroup.
+func (d *demo) chmodNoise() error {
+	events := d.metric("hotreload_watch_events_total")
 	for range 3 {
-		if err := vol.Chmod(); err != nil {
+		if err := d.vol.Chmod(); err != nil {
 			return err
 		}
 	}
-	if !e2e.Poll(deadline, func() bool { return hr.metric("hotreload_watch_events_total") > events }) {
-		return errors.New("step 6: hotreload saw no event from the chmods")
+	if !poll.Until(deadline, func() bool { return d.metric("hotreload_watch_events_total") > events }) {
+		return errors.New("hotreload saw no event from the chmods")
 	}
 	say("   -> hotreload got %.0f filesystem events; it hashes content, not events, so no reload\n"+
-		"      (the next step checks that: the app's next reload is its 2nd, not its 3rd).",
-		hr.metric("hotreload_watch_events_total")-events)
+		"      (the next step checks that too).", d.metric("hotreload_watch_events_total")-events)
+	return nil
+}
 
-	// 7. A bigger update.
-	step(7, "The kubelet updates the volume to v3: greeting changes, the key color vanishes,\n"+
-		"   and an item with a nested path (conf.d/app.yaml) appears.")
-	v3 := map[string]kubelet.File{
-		"greeting":        {Data: []byte("bonjour")},
-		"conf.d/app.yaml": {Data: []byte("workers: 4")},
-	}
-	if err := update(vol, v3, true); err != nil {
+// biggerUpdate writes v3 and checks that it is the app's second reload
+// only: the identical re-write and the noise reloaded nothing.
+func (d *demo) biggerUpdate() error {
+	if err := update(d.vol, v3, true); err != nil {
 		return err
 	}
-	cfg, err = app.waitReload(2)
+	cfg, err := d.waitReload(2)
 	if err != nil {
-		return fmt.Errorf("step 7: %w", err)
+		return err
 	}
-	if err := hr.waitLogged(2); err != nil {
-		return fmt.Errorf("step 7: %w", err)
-	}
-	if n := app.reloads(); n != 2 {
-		return fmt.Errorf("step 7: the app was reloaded %d times, want 2: the noise of steps 5 and 6 reloaded it", n)
+	if n := d.app.reloads(); n != 2 {
+		return fmt.Errorf("the app was reloaded %d times, want 2: the re-write or the noise reloaded it", n)
 	}
 	say("   -> reload #2 (so steps 5 and 6 reloaded nothing); the app now runs with: %s", cfg)
-	showLayout(volDir)
+	showLayout(d.vol.Dir)
+	return nil
+}
 
-	// 8. Metrics.
-	step(8, "hotreload's metrics (GET http://%s/metrics, hotreload_* only):", hr.addr)
-	if err := hr.showMetrics(); err != nil {
-		return err
+// waitReload waits until the app has been reloaded n times, and hotreload
+// has logged it, and returns the app's config.
+func (d *demo) waitReload(n int) (string, error) {
+	if !poll.Until(deadline, func() bool { return d.app.reloads() >= n }) {
+		return "", fmt.Errorf("the app was not reloaded within %s (reloads: %d, want %d)", deadline, d.app.reloads(), n)
 	}
+	// So that hotreload's log lines come before the demo's summary.
+	if !poll.Until(deadline, func() bool { return d.hr.CountLog(" msg=reloaded ") >= n }) {
+		return "", fmt.Errorf("hotreload did not log reload #%d within %s", n, deadline)
+	}
+	return d.app.current(), nil
+}
 
-	// 9. Shutdown.
-	step(9, "The pod stops: SIGTERM to hotreload.")
-	code, err := hr.stop()
+// metric returns the value of an unlabelled metric, or -1.
+func (d *demo) metric(name string) float64 {
+	mfs, err := binary.Scrape(d.hr.URL("/metrics"))
 	if err != nil {
-		return err
+		return -1
 	}
-	if code != 0 {
-		return fmt.Errorf("hotreload exited with code %d, want 0", code)
+	if v, ok := binary.Value(mfs, name, nil); ok {
+		return v
+	}
+	return -1
+}
+
+func (d *demo) showMetrics() error {
+	code, body, err := d.hr.Get("/metrics")
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("GET /metrics: %d %v", code, err)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "hotreload_") && !strings.Contains(line, "_bucket{") {
+			say("   %s", line)
+		}
+	}
+	return nil
+}
+
+func (d *demo) stop() error {
+	if _, err := d.hr.Stop(); err != nil {
+		return err
 	}
 	say("   -> hotreload exited with code 0.")
-	say("\nDemo complete: 2 updates, 2 reloads; an identical re-write and chmod noise, no reload.")
 	return nil
 }
 
@@ -205,6 +283,36 @@ func update(vol *kubelet.Volume, payload map[string]kubelet.File, wantChanged bo
 		return fmt.Errorf("kubelet write: changed=%v, want %v", changed, wantChanged)
 	}
 	return nil
+}
+
+// swapIdentical copies the current version directory of the volume at dir
+// into a new ..<timestamp> directory and swaps ..data to it as the kubelet
+// swaps an update (symlink ..data_tmp, rename over ..data), then removes the
+// old version. It returns the new version's name. The visible links are
+// untouched: the keys are the same.
+func swapIdentical(dir string) (string, error) {
+	oldName, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		return "", err
+	}
+	newDir, err := os.MkdirTemp(dir, time.Now().Format("..2006_01_02_15_04_05."))
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(newDir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(newDir, os.DirFS(filepath.Join(dir, oldName))); err != nil {
+		return "", fmt.Errorf("copy %s: %w", oldName, err)
+	}
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink(filepath.Base(newDir), tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+		return "", err
+	}
+	return filepath.Base(newDir), os.RemoveAll(filepath.Join(dir, oldName))
 }
 
 // showLayout prints the volume's root as ls -l would show it.
@@ -227,6 +335,28 @@ func showLayout(dir string) {
 		}
 	}
 	say("   %s/\n     %s", dir, strings.Join(lines, "\n     "))
+}
+
+// prefixLines is an io.Writer that says every complete line written to it
+// with a prefix, to show hotreload's logs as they come.
+type prefixLines struct {
+	prefix string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (w *prefixLines) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		say("%s%s", w.prefix, w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
 }
 
 // app is the demo app: it reads its config from the volume at start and
@@ -288,15 +418,6 @@ func (a *app) reloads() int {
 	return a.count
 }
 
-// waitReload waits until the app has been reloaded n times and returns its
-// config.
-func (a *app) waitReload(n int) (string, error) {
-	if !e2e.Poll(deadline, func() bool { return a.reloads() >= n }) {
-		return "", fmt.Errorf("the app was not reloaded within %s (reloads: %d, want %d)", deadline, a.reloads(), n)
-	}
-	return a.current(), nil
-}
-
 func (a *app) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -349,149 +470,4 @@ func joinKey(rel, name string) string {
 		return name
 	}
 	return rel + "/" + name
-}
-
-// hotreload is the running binary, its logs shown as they come.
-type hotreload struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{}
-	err  error
-
-	mu       sync.Mutex
-	reloaded int // log lines saying a target was reloaded
-}
-
-func startHotreload(bin string, args []string) (*hotreload, error) {
-	h := &hotreload{cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	stderr, err := h.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := h.cmd.Start(); err != nil {
-		return nil, err
-	}
-	listening := make(chan string, 1)
-	logsDone := make(chan struct{})
-	go func() {
-		defer close(logsDone)
-		h.showLogs(stderr, listening)
-	}()
-	go func() {
-		<-logsDone // Wait closes the pipe: read it all first
-		h.err = h.cmd.Wait()
-		close(h.done)
-	}()
-	select {
-	case h.addr = <-listening:
-		return h, nil
-	case <-h.done:
-		return nil, fmt.Errorf("hotreload exited at start: %v", h.err)
-	case <-time.After(deadline):
-		h.kill()
-		return nil, fmt.Errorf("hotreload did not start listening within %s", deadline)
-	}
-}
-
-// showLogs prints every log line with a prefix, counts the reloads, and
-// sends the address of the "listening" line.
-func (h *hotreload) showLogs(r io.Reader, listening chan<- string) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		say("   [hotreload] %s", line)
-		if strings.Contains(line, " msg=reloaded ") {
-			h.mu.Lock()
-			h.reloaded++
-			h.mu.Unlock()
-		}
-		if _, rest, ok := strings.Cut(line, "msg=listening address="); ok {
-			addr, _, _ := strings.Cut(rest, " ")
-			select {
-			case listening <- addr:
-			default:
-			}
-		}
-	}
-}
-
-// waitLogged waits until hotreload has logged n reloads, so that its log
-// lines come before the demo's summary of a step.
-func (h *hotreload) waitLogged(n int) error {
-	if !e2e.Poll(deadline, func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.reloaded >= n
-	}) {
-		return fmt.Errorf("hotreload did not log reload #%d within %s", n, deadline)
-	}
-	return nil
-}
-
-func (h *hotreload) get(path string) (int, string, error) { return e2e.Get("http://" + h.addr + path) }
-
-func (h *hotreload) status(path string) int {
-	code, _, _ := h.get(path)
-	return code
-}
-
-// metric returns the value of an unlabelled metric, or -1.
-func (h *hotreload) metric(name string) float64 {
-	_, body, err := h.get("/metrics")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			var f float64
-			if _, err := fmt.Sscan(v, &f); err == nil {
-				return f
-			}
-		}
-	}
-	return -1
-}
-
-func (h *hotreload) showMetrics() error {
-	code, body, err := h.get("/metrics")
-	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("GET /metrics: %d %v", code, err)
-	}
-	for _, line := range strings.Split(body, "\n") {
-		if strings.HasPrefix(line, "hotreload_") && !strings.Contains(line, "_bucket{") {
-			say("   %s", line)
-		}
-	}
-	return nil
-}
-
-// stop sends SIGTERM and returns the exit code.
-func (h *hotreload) stop() (int, error) {
-	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return -1, err
-	}
-	select {
-	case <-h.done:
-	case <-time.After(15 * time.Second):
-		h.kill()
-		return -1, errors.New("hotreload did not exit within 15s of SIGTERM")
-	}
-	var ee *exec.ExitError
-	switch {
-	case h.err == nil:
-		return 0, nil
-	case errors.As(h.err, &ee):
-		return ee.ExitCode(), nil
-	default:
-		return -1, h.err
-	}
-}
-
-func (h *hotreload) kill() {
-	select {
-	case <-h.done:
-	default:
-		h.cmd.Process.Kill()
-		<-h.done
-	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 const hotreloadMetrics = "http://127.0.0.1:9533/metrics"
@@ -78,7 +78,7 @@ func TestExamples(t *testing.T) {
 			waitReady(t, ns, c.pod)
 
 			app := exampleApps[c.app]
-			if _, body, _ := e2e.Get(app.url); strings.Contains(body, app.marker) {
+			if _, body, _ := binary.Get(app.url); strings.Contains(body, app.marker) {
 				t.Fatalf("%s shows %q before the edit:\n%s", app.url, app.marker, body)
 			}
 			editConfigMap(t, ns, app.configMap, app.key, app.edit)

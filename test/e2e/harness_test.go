@@ -20,7 +20,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/internal/poll"
 )
 
 // The kubelet's default syncFrequency is 1m and it adds up to half of it as
@@ -104,7 +105,7 @@ func mustKubectl(t *testing.T, stdin []byte, args ...string) string {
 // with what msg says at the deadline otherwise.
 func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg func() string) {
 	t.Helper()
-	if !e2e.PollEach(pollEvery, timeout, cond) {
+	if !poll.Each(pollEvery, timeout, cond) {
 		t.Fatalf("after %s: %s", timeout, msg())
 	}
 }
@@ -273,21 +274,21 @@ func patchSecret(t *testing.T, ns, name string, data map[string]string) {
 	mustKubectl(t, nil, "-n", ns, "patch", "secret", name, "--type=merge", "-p", string(patch))
 }
 
-// metric scrapes url and returns the value of a series, as internal/e2e's
+// metric scrapes url and returns the value of a series, as internal/binary's
 // Value sums it.
 func metric(url, name string, labels map[string]string) (float64, bool, error) {
-	mfs, err := e2e.Scrape(url)
+	mfs, err := binary.Scrape(url)
 	if err != nil {
 		return 0, false, err
 	}
-	v, ok := e2e.Value(mfs, name, labels)
+	v, ok := binary.Value(mfs, name, labels)
 	return v, ok, nil
 }
 
 // scrape returns every metric family at url, failing the test if it cannot.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	mfs, err := e2e.Scrape(url)
+	mfs, err := binary.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func waitBody(t *testing.T, timeout time.Duration, url, want string) string {
 		err  error
 	)
 	waitFor(t, timeout, func() bool {
-		code, body, err = e2e.Get(url)
+		code, body, err = binary.Get(url)
 		return err == nil && code == 200 && strings.Contains(body, want)
 	}, func() string {
 		return fmt.Sprintf("GET %s: status %d, err %v, body does not contain %q:\n%s", url, code, err, want, body)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 // TestNginxSignal reloads nginx by SIGHUP through the pod's shared process
@@ -76,7 +76,7 @@ func TestNginxSignal(t *testing.T) {
 				if hr.CapBnd&(1<<capKill) == 0 || hr.CapEff&(1<<capKill) != 0 {
 					t.Errorf("hotreload %v: want KILL in its bounding set only", hr)
 				}
-				if _, body, _ := e2e.Get("http://127.0.0.1:8080/"); !strings.Contains(body, "v1") {
+				if _, body, _ := binary.Get("http://127.0.0.1:8080/"); !strings.Contains(body, "v1") {
 					t.Errorf("nginx serves %q, want the old config", body)
 				}
 				return
@@ -114,7 +114,7 @@ func TestNginxSignal(t *testing.T) {
 			}, func() string {
 				return "hotreload did not say nginx kept its workers:\n" + containerLogs(ns, "nginx", "hotreload", false)
 			})
-			if _, body, _ := e2e.Get("http://127.0.0.1:8080/"); !strings.Contains(body, "hello from config v2") {
+			if _, body, _ := binary.Get("http://127.0.0.1:8080/"); !strings.Contains(body, "hello from config v2") {
 				t.Fatalf("nginx serves %q after refusing a config; want the old one", body)
 			}
 			// The fixed config reloads.

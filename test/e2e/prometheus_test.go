@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 // TestPrometheusInvalidConfig: Prometheus refuses an invalid config with a
@@ -32,7 +32,7 @@ func TestPrometheusInvalidConfig(t *testing.T) {
 		t.Fatalf(`hotreload_reloads_total{result="failure"} = %v after Prometheus refused the config`, v)
 	}
 	waitMetric(t, nudgeWait, "http://127.0.0.1:9090/metrics", "prometheus_config_last_reload_successful", nil, 0)
-	if _, body, _ := e2e.Get(status); !strings.Contains(body, "30s") || strings.Contains(body, "e2e-not-a-duration") {
+	if _, body, _ := binary.Get(status); !strings.Contains(body, "30s") || strings.Contains(body, "e2e-not-a-duration") {
 		t.Fatalf("Prometheus does not run its old config after refusing the new one:\n%s", body)
 	}
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2e"
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 // testPod is a pod of the suite's own: the test app reading dirs, and
@@ -103,7 +103,7 @@ type loaded struct {
 
 func appConfig(port int) (loaded, error) {
 	var l loaded
-	code, body, err := e2e.Get(fmt.Sprintf("http://127.0.0.1:%d/config", port))
+	code, body, err := binary.Get(fmt.Sprintf("http://127.0.0.1:%d/config", port))
 	if err == nil && code != 200 {
 		err = fmt.Errorf("status %d", code)
 	}

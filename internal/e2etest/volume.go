@@ -1,10 +1,11 @@
-package e2e
+package e2etest
 
 import (
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
@@ -12,7 +13,7 @@ import (
 // Payload("a", "1", "conf.d/b", "2").
 func Payload(pathsAndData ...string) map[string]kubelet.File {
 	if len(pathsAndData)%2 != 0 {
-		panic("e2e.Payload: odd number of arguments")
+		panic("e2etest.Payload: odd number of arguments")
 	}
 	p := make(map[string]kubelet.File, len(pathsAndData)/2)
 	for i := 0; i < len(pathsAndData); i += 2 {
@@ -42,11 +43,11 @@ func Write(tb testing.TB, v *kubelet.Volume, wantChanged bool, payload map[strin
 // reloader handles changes in order, so that reload is the last one that
 // can cover an earlier change. It returns that reload's Fire; if its Dirs
 // are the sentinel alone, the sentinel's change was delivered on its own.
-func Settle(tb testing.TB, p *Proc, app *App, sentinel *kubelet.Volume) Fire {
+func Settle(tb testing.TB, p *Proc, app *App, sentinel *kubelet.Volume) binary.Fire {
 	tb.Helper()
 	before := len(p.Fires())
 	Write(tb, sentinel, true, Payload("sentinel", time.Now().Format(time.RFC3339Nano)))
-	var fire Fire
+	var fire binary.Fire
 	Eventually(tb, settleTimeout, func() bool {
 		fires := p.Fires()
 		for _, f := range fires[min(before, len(fires)):] {

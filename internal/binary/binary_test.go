@@ -1,7 +1,6 @@
-package e2e
+package binary
 
 import (
-	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -30,7 +29,7 @@ func TestListenAddress(t *testing.T) {
 }
 
 func TestFires(t *testing.T) {
-	var p Proc
+	var p Process
 	p.stderr.Write([]byte(`level=info ts=2026-11-22T13:32:54.545326835Z caller=reloader.go:163 component=reloader msg="content changed, reloading" dirs=/a,/b
 level=info ts=2026-11-22T13:32:54.546947711Z caller=reloader.go:269 component=reloader target=http://x/ msg=reloaded attempts=1 duration=1ms
 level=info ts=2026-11-22T13:32:55Z caller=reloader.go:163 component=reloader msg="content changed, reloading" dirs=/c
@@ -89,40 +88,6 @@ hotreload_reload_duration_seconds_count{target="a"} 4
 	}
 }
 
-func TestAppDownAndUp(t *testing.T) {
-	app := NewApp(t)
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	post := func() (int, error) {
-		resp, err := client.Post(app.URL("/-/reload"), "", nil)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	if code, err := post(); err != nil || code != http.StatusOK {
-		t.Fatalf("POST = %d, %v; want 200", code, err)
-	}
-	app.Down()
-	if _, err := post(); err == nil {
-		t.Fatalf("POST to an app that is down succeeded")
-	}
-	app.Up()
-	app.FailNext(1, "bad config")
-	if code, _ := post(); code != http.StatusInternalServerError {
-		t.Errorf("POST after FailNext = %d, want 500", code)
-	}
-	if code, _ := post(); code != http.StatusOK {
-		t.Errorf("second POST after FailNext(1) = %d, want 200", code)
-	}
-	if got := app.Count(); got != 3 {
-		t.Errorf("Count = %d, want 3 (the refused one is not received)", got)
-	}
-	if got := app.Completed(http.StatusOK); got != 2 {
-		t.Errorf("Completed(200) = %d, want 2", got)
-	}
-}
-
 // The end-to-end tests and benchmarks must measure the binary that ships.
 func TestBuildFlagsMatchMakefile(t *testing.T) {
 	mk, err := os.ReadFile("../../Makefile")
@@ -134,6 +99,20 @@ func TestBuildFlagsMatchMakefile(t *testing.T) {
 		t.Fatal("the Makefile sets no GCFLAGS")
 	}
 	if got := string(m[1]); got != GCFlags {
-		t.Errorf("Makefile GCFLAGS = %q, internal/e2e builds with %q: keep them equal", got, GCFlags)
+		t.Errorf("Makefile GCFLAGS = %q, internal/binary builds with %q: keep them equal", got, GCFlags)
+	}
+	// The Makefile may name the package through a variable; what matters is
+	// that it sets the same package's Version and Revision.
+	if !strings.Contains(string(mk), VersionPackage) || !regexp.MustCompile(`(?m)^LDFLAGS\s*:=.*\.Version=.*\.Revision=`).Match(mk) {
+		t.Errorf("the Makefile's LDFLAGS do not set %s.Version and .Revision, which internal/binary sets", VersionPackage)
+	}
+}
+
+func TestLDFlags(t *testing.T) {
+	if got, want := LDFlags("v1", "abc"), "-s -w -X "+VersionPackage+".Version=v1 -X "+VersionPackage+".Revision=abc"; got != want {
+		t.Errorf("LDFlags = %q, want %q", got, want)
+	}
+	if got := LDFlags("demo", ""); strings.Contains(got, "Revision") {
+		t.Errorf("LDFlags without a revision = %q, want go build's VCS revision left alone", got)
 	}
 }
