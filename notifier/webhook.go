@@ -103,31 +103,13 @@ func NewWebhook(opts WebhookOptions) (*Webhook, error) {
 	}
 	w := &Webhook{
 		name:      redactURL(u),
-		method:    opts.Method,
 		user:      u.User,
 		tokenFile: opts.BearerTokenFile,
-		timeout:   opts.Timeout,
 		header:    make(http.Header),
 	}
-	if w.method == "" {
-		w.method = defaultWebhookMethod
-	}
-	if !isToken(w.method) {
-		return nil, NewOptionError("{Method} %q: not a valid HTTP method", opts.Method)
-	}
-	w.op = w.method + " " + w.name
-
-	if w.match, w.want, err = parseStatusCodes(opts.StatusCodes); err != nil {
+	if err := w.setRequest(opts); err != nil {
 		return nil, err
 	}
-
-	switch {
-	case opts.Timeout < 0:
-		return nil, NewOptionError("{Timeout} %s: must not be negative", opts.Timeout)
-	case opts.Timeout == 0:
-		w.timeout = defaultWebhookTimeout
-	}
-
 	if err := w.parseHeaders(opts.Headers); err != nil {
 		return nil, err
 	}
@@ -150,30 +132,65 @@ func NewWebhook(opts WebhookOptions) (*Webhook, error) {
 	w.url = new(url.URL)
 	*w.url = *u
 	w.url.User = nil
+	w.secrets = secretsOf(u, w.header)
+	return w, nil
+}
 
-	// Secrets that must never reach an error message, even if the app
-	// echoes them back in its response body.
+// setRequest checks and sets what every attempt sends and expects: the
+// method, the wanted status codes and the timeout.
+func (w *Webhook) setRequest(opts WebhookOptions) error {
+	w.method = opts.Method
+	if w.method == "" {
+		w.method = defaultWebhookMethod
+	}
+	if !isToken(w.method) {
+		return NewOptionError("{Method} %q: not a valid HTTP method", opts.Method)
+	}
+	w.op = w.method + " " + w.name
+
+	var err error
+	if w.match, w.want, err = parseStatusCodes(opts.StatusCodes); err != nil {
+		return err
+	}
+
+	switch {
+	case opts.Timeout < 0:
+		return NewOptionError("{Timeout} %s: must not be negative", opts.Timeout)
+	case opts.Timeout == 0:
+		w.timeout = defaultWebhookTimeout
+	default:
+		w.timeout = opts.Timeout
+	}
+	return nil
+}
+
+// secretsOf returns the values that must never reach an error message, even
+// if the app echoes them back in its response body: the URL's password and
+// query values, and the headers' values with the credentials inside
+// Authorization ones.
+func secretsOf(u *url.URL, header http.Header) []string {
+	var secrets []string
 	if p, ok := u.User.Password(); ok {
 		basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p))
-		w.secrets = append(w.secrets, basic, p, url.QueryEscape(p), url.PathEscape(p))
+		secrets = append(secrets, basic, p, url.QueryEscape(p), url.PathEscape(p))
 	}
 	for _, vs := range u.Query() {
-		w.secrets = append(w.secrets, vs...)
+		secrets = append(secrets, vs...)
 	}
 	for _, kv := range strings.Split(u.RawQuery, "&") {
 		if _, v, ok := strings.Cut(kv, "="); ok {
-			w.secrets = append(w.secrets, v)
+			secrets = append(secrets, v)
 		}
 	}
-	for name, vs := range w.header {
-		w.secrets = append(w.secrets, vs...)
+	for name, vs := range header {
+		secrets = append(secrets, vs...)
 		if name == "Authorization" || name == "Proxy-Authorization" {
 			for _, v := range vs {
-				w.secrets = append(w.secrets, credentialParts(v)...)
+				secrets = append(secrets, credentialParts(v)...)
 			}
 		}
 	}
-	return w, nil
+	return secrets
 }
 
 // credentialParts returns the parts of an Authorization value that an app

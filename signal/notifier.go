@@ -128,7 +128,7 @@ func New(opts Options) (*Notifier, error) {
 }
 
 // Name returns the target's name for logs and metric labels:
-// "signal:nginx" after --process-name, else "signal:" and the base name of
+// "signal:nginx" after ProcessName, else "signal:" and the base name of
 // the pid file, else "signal:cmdline".
 func (n *Notifier) Name() string {
 	switch {

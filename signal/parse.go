@@ -37,7 +37,7 @@ const (
 // golang.org/x/sys/unix, naming each number once, does not know.
 var aliases = map[string]syscall.Signal{"IOT": syscall.SIGABRT, "CLD": syscall.SIGCHLD, "POLL": syscall.SIGIO}
 
-// Parse reads the value of --signal: a name with or without the SIG prefix
+// Parse reads a signal's name: a name with or without the SIG prefix
 // in any case ("SIGHUP", "HUP", "hup"), a number ("1"), or a real-time
 // signal ("SIGRTMIN+3", "RTMAX-1"). It rejects signals that cannot make a
 // process reload: 0, SIGKILL, SIGSTOP, and 32 and 33, which the C library

@@ -42,7 +42,7 @@ type Process struct {
 	UID       int // real user id
 }
 
-// Cmdline returns the command line as --process-cmdline sees it: the
+// Cmdline returns the command line as Options.ProcessCmdline sees it: the
 // arguments joined by single spaces.
 func (p Process) Cmdline() string { return strings.Join(p.Args, " ") }
 

@@ -39,7 +39,7 @@ func (s Selector) Match(p Process) bool {
 // Select returns the processes to signal among procs: those that match,
 // are not self (the caller's own pid), and are topmost, that is whose
 // parent does not match too. Of an nginx master and its workers, which all
-// match --process-name nginx, only the master is selected; two independent
+// match ProcessName nginx, only the master is selected; two independent
 // masters are both selected. The order of procs is kept.
 func (s Selector) Select(procs []Process, self int) []Process {
 	matched := make(map[int]bool)
