@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/watcher"
 )
@@ -28,7 +29,7 @@ func hashOf(v int) [32]byte {
 }
 
 // startWith runs a Reloader with a logger into buf.
-func startWith(t *testing.T, buf *syncBuffer, targets []notifier.Target, opts Options) *harness {
+func startWith(t *testing.T, buf *binary.Buffer, targets []notifier.Target, opts Options) *harness {
 	h := &harness{changes: make(chan watcher.Change), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
@@ -291,7 +292,7 @@ func TestStateFile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var buf syncBuffer
+				var buf binary.Buffer
 				one, two := &fakeTarget{name: "one"}, &fakeTarget{name: "two"}
 				h := startWith(t, &buf, []notifier.Target{one, two}, Options{
 					Initial: initial(map[string][32]byte{dir: hashOf(5)}),

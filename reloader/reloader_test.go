@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/watcher"
 )
@@ -454,7 +455,7 @@ func TestShutdown(t *testing.T) {
 
 func TestLogsSayWhatHappens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf syncBuffer
+		var buf binary.Buffer
 		down := errors.New("connection refused")
 		f := &fakeTarget{name: "http://app/-/reload", errs: []error{down, down, down}}
 		r := New(logfmt(&buf), prometheus.NewRegistry(), []notifier.Target{f}, Options{Backoff: fixedBackoff(time.Second)})
@@ -484,24 +485,6 @@ func TestLogsSayWhatHappens(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func logfmt(w *syncBuffer) log.Logger {
+func logfmt(w *binary.Buffer) log.Logger {
 	return level.NewFilter(log.NewLogfmtLogger(w), level.AllowInfo())
 }
