@@ -6,13 +6,16 @@
 ARG BASE=gcr.io/distroless/static-debian12:nonroot
 # TARGETPLATFORM, TARGETOS, TARGETARCH and TARGETVARIANT come from --platform
 # (docker buildx and buildah set them); the Makefile passes only BASE,
-# VERSION and REVISION.
+# VERSION and REVISION. They have no defaults: BuildKit would take a default
+# over --platform and copy the amd64 binary into every image. FROM
+# --platform is what docker does anyway; buildah 1.28 warns of an automatic
+# argument that no ARG takes.
 ARG TARGETPLATFORM
 FROM --platform=${TARGETPLATFORM} ${BASE}
 
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
-ARG TARGETVARIANT=
+ARG TARGETOS
+ARG TARGETARCH
+ARG TARGETVARIANT
 ARG VERSION=dev
 ARG REVISION=unknown
 

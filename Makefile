@@ -105,7 +105,9 @@ bin/etc/passwd bin/etc/group &:
 # an image; several make a manifest list (buildah), or a multi-platform image
 # (docker buildx, which needs the containerd image store to keep it). The
 # build arguments are the ones the Dockerfiles declare; TARGETPLATFORM,
-# TARGETOS, TARGETARCH and TARGETVARIANT come from --platform.
+# TARGETOS, TARGETARCH and TARGETVARIANT come from --platform. buildah 1.28
+# leaves TARGETVARIANT unset, not empty, on a platform without a variant, and
+# warns of it: it gets it explicitly.
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -116,17 +118,15 @@ define image-build
 		echo "docker buildx build --platform $(subst $(space),$(comma),$(strip $(3))) $(call image-args,$(1)) -t $(2) ."; \
 		docker buildx build --platform $(subst $(space),$(comma),$(strip $(3))) $(call image-args,$(1)) -t $(2) . ;; \
 	buildah) \
-		if [ $(words $(3)) = 1 ]; then \
-			echo "$(BUILDAH) bud --isolation chroot --platform $(strip $(3)) $(call image-args,$(1)) -t $(2) ."; \
-			$(BUILDAH) bud --isolation chroot --platform $(strip $(3)) $(call image-args,$(1)) -t $(2) . ; \
-		else \
+		if [ $(words $(3)) = 1 ]; then out="-t $(2)"; else \
 			if $(BUILDAH) manifest exists $(2) 2>/dev/null; then $(BUILDAH) manifest rm $(2) >/dev/null; fi; \
-			$(BUILDAH) manifest create $(2) >/dev/null; \
-			for p in $(3); do \
-				echo "$(BUILDAH) bud --isolation chroot --platform $$p $(call image-args,$(1)) --manifest $(2) ."; \
-				$(BUILDAH) bud --isolation chroot --platform $$p $(call image-args,$(1)) --manifest $(2) . ; \
-			done; \
-		fi ;; \
+			$(BUILDAH) manifest create $(2) >/dev/null; out="--manifest $(2)"; \
+		fi; \
+		for p in $(3); do \
+			variant=$${p#*/*/}; if [ "$$variant" = "$$p" ]; then variant=; fi; \
+			echo "$(BUILDAH) bud --isolation chroot --platform $$p --build-arg TARGETVARIANT=$$variant $(call image-args,$(1)) $$out ."; \
+			$(BUILDAH) bud --isolation chroot --platform $$p --build-arg TARGETVARIANT=$$variant $(call image-args,$(1)) $$out . ; \
+		done ;; \
 	*) echo "make $@ needs docker or buildah (IMAGE_TOOL=$(IMAGE_TOOL))"; exit 1 ;; \
 	esac
 endef

@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,6 +194,21 @@ var (
 	controller = image{binary: "hotreload-controller", title: "hotreload-controller"}
 )
 
+// machine is what an ELF header says a binary runs on.
+type machine struct {
+	Machine   elf.Machine
+	ByteOrder string
+}
+
+// machines are the ELF machines of the image platforms.
+var machines = map[string]machine{
+	"linux/amd64":   {elf.EM_X86_64, "LittleEndian"},
+	"linux/arm64":   {elf.EM_AARCH64, "LittleEndian"},
+	"linux/arm/v7":  {elf.EM_ARM, "LittleEndian"},
+	"linux/ppc64le": {elf.EM_PPC64, "LittleEndian"},
+	"linux/s390x":   {elf.EM_S390, "BigEndian"},
+}
+
 // check checks the config, the users and the binary of the image ref, built
 // for platform, and runs the binary when this machine can.
 func (s *store) check(t *testing.T, ref string, want image, platform string) {
@@ -236,6 +252,13 @@ func (s *store) check(t *testing.T, ref string, want image, platform string) {
 		t.Fatalf("%s: no /%s", ref, want.binary)
 	}
 	t.Logf("%s: %s, /%s %d bytes", ref, platform, want.binary, len(bin))
+
+	// The binary is the platform's, not another platform's under its name.
+	if f, err := elf.NewFile(bytes.NewReader(bin)); err != nil {
+		t.Errorf("%s: /%s is not an ELF binary: %v", ref, want.binary, err)
+	} else if got, wantM := (machine{f.Machine, f.ByteOrder.String()}), machines[platform]; got != wantM {
+		t.Errorf("%s: /%s is a %s %s binary, want %s %s for %s", ref, want.binary, got.Machine, got.ByteOrder, wantM.Machine, wantM.ByteOrder, platform)
+	}
 
 	// The binary runs in the image (no libc, no shell, no CA bundle), and
 	// reports the version it was built with.
