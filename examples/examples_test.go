@@ -330,7 +330,16 @@ func podTemplate(obj any) (*corev1.PodTemplateSpec, *metav1.LabelSelector, bool)
 
 // parseArgs parses a hotreload container's args exactly as the binary does.
 func parseArgs(args []string) (*config.Config, error) {
-	return config.Parse(args, "test", io.Discard, func(int) {})
+	cfg, err := config.Parse(args, "test", io.Discard, func(int) {})
+	if err != nil {
+		return nil, err
+	}
+	// The targets too, as the binary builds them at start: a bad webhook
+	// option or signal is refused there, not by Parse.
+	if _, err := config.NewTargets(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // effectiveUID is the uid a container runs as, if the manifest says.
