@@ -268,7 +268,7 @@ func TestNamespace(t *testing.T) {
 
 	t.Run("permission denied", func(t *testing.T) {
 		if os.Geteuid() != 0 || !allUIDs() {
-			t.Skip("needs root, with every uid, to start a target under another uid")
+			e2etest.SkipOrFail(t, "needs root, with every uid, to start a target under another uid")
 		}
 		const targetUID, notifierUID = 65534, 65533
 		marker := h.unique("eperm")
@@ -475,7 +475,7 @@ func (h *harness) startSleep(t *testing.T, name string) *exec.Cmd {
 	t.Helper()
 	path, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skipf("no sleep(1): %v", err)
+		e2etest.SkipOrFail(t, "no sleep(1): %v", err)
 	}
 	cmd := &exec.Cmd{Path: path, Args: []string{name, "3600"}}
 	h.start(t, cmd)
