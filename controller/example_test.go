@@ -33,3 +33,22 @@ func ExampleParseNudge() {
 	fmt.Println(kind, name, rv, err)
 	// Output: secret web-tls 81240 <nil>
 }
+
+func ExampleTrimPod() {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", Annotations: map[string]string{
+			controller.AnnotationNudge:                         "true",
+			"kubectl.kubernetes.io/last-applied-configuration": `{"a":"large","document":"..."}`,
+		}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}},
+			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.7"},
+	}
+	obj, _ := controller.TrimPod(pod)
+	t := obj.(*corev1.Pod)
+	fmt.Println(t.Name, t.Status.Phase, t.Annotations, len(t.Spec.Containers), t.Spec.Volumes[0].ConfigMap.Name, t.Status.PodIP == "")
+	// Output: web-0 Running map[hotreload.dev/nudge:true] 0 web-config true
+}
