@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -77,6 +78,9 @@ func HashDir(root string) (sum [32]byte, err error) {
 // replace it to simulate unreadable files when running as root.
 type hasher struct {
 	open func(name string) (*os.File, error)
+	// racy is how long ago a file must have changed for its digest to be
+	// remembered; 0 means racyWindow.
+	racy time.Duration
 }
 
 // problem is an entry that could not be hashed as it should.
@@ -109,12 +113,37 @@ type hashResult struct {
 	// unreadable holds what can be seen of every file that could not be
 	// read, by visible path.
 	unreadable map[string]fileMeta
+
+	// skipped says that the files were not read (hashOpts.lazy): sum,
+	// versionSum, problems and unreadable are not known.
+	skipped bool
+}
+
+// hashOpts are the Watcher's ways to hash less.
+type hashOpts struct {
+	// cache, if not nil, gives the digests of files whose stat is
+	// unchanged since they were read, and takes those of the files read.
+	// The caller commits or drops what it took.
+	cache *digestCache
+	// lazy skips reading the files when the walk already shows a state
+	// that is not reported (broken, or half-way through an update): the
+	// result then has skipped set and no sum, problems or unreadable files.
+	lazy bool
+	// seen, if not nil, is given the target of ..data as soon as the hash
+	// has read it (nil if root has no ..data link).
+	seen *atomic.Pointer[string]
 }
 
 // hash hashes root, redoing it if the kubelet swapped ..data meanwhile.
 func (h hasher) hash(root string) (hashResult, error) {
+	return h.hashWith(root, hashOpts{})
+}
+
+// hashWith is hash with opts.
+func (h hasher) hashWith(root string, opts hashOpts) (hashResult, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := h.hashOnce(root)
+		opts.cache.drop()
+		res, err := h.hashOnce(root, opts)
 		if err != nil {
 			return hashResult{}, err
 		}
@@ -127,9 +156,10 @@ func (h hasher) hash(root string) (hashResult, error) {
 
 // record is one visible path that contributes to the hash.
 type record struct {
-	rel  string // visible relative path, slash separated
-	kind byte
-	ref  string // the file to read (kindFile), or the first path (kindAlias)
+	rel   string // visible relative path, slash separated
+	kind  byte
+	ref   string    // the file to read (kindFile), or the first path (kindAlias)
+	stamp fileStamp // kindFile: what the walk's stat showed
 }
 
 // walk holds the state of one hash walk.
@@ -148,7 +178,8 @@ type walk struct {
 }
 
 // hashOnce walks root once.
-func (h hasher) hashOnce(root string) (hashResult, error) {
+func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
+	start := time.Now()
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
@@ -163,6 +194,13 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 	// ..data is read before the entries: if the kubelet swaps it during
 	// the walk, hash sees a different target afterwards and hashes again.
 	target, _ := os.Readlink(filepath.Join(real, dataLink))
+	if opts.seen != nil {
+		if target == "" {
+			opts.seen.Store(nil)
+		} else {
+			opts.seen.Store(&target)
+		}
+	}
 	entries, err := os.ReadDir(real)
 	if err != nil {
 		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
@@ -220,6 +258,12 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 	}
 	if _, err := os.Lstat(filepath.Join(real, dataLink+"_tmp")); err == nil {
 		res.partial = "..data_tmp exists: a swap is under way"
+		if opts.lazy {
+			// The rename of ..data follows within milliseconds, with its
+			// own event: no need to walk or read what it replaces.
+			res.skipped = true
+			return res, nil
+		}
 	}
 
 	visible := make(map[string]bool)
@@ -257,11 +301,15 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 			}
 		}
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			dangling++
+			if !kubelet || dataDir == "" {
+				dangling++
+			}
 			if kubelet {
 				// The kubelet's link of a key that ..data no longer has:
 				// the kubelet unlinks it next. Not a problem of the
-				// volume's content, only a moment of the update.
+				// volume's content, only a moment of the update (even
+				// when every key vanished: a hash at the swap sees every
+				// visible link dangle, and that is not broken).
 				if res.partial == "" && res.broken == "" {
 					res.partial = fmt.Sprintf("visible link %s names a vanished item", name)
 				}
@@ -291,7 +339,12 @@ func (h hasher) hashOnce(root string) (hashResult, error) {
 		}
 	}
 
-	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir)
+	if opts.lazy && (res.partial != "" || res.broken != "") {
+		res.dirs = w.dirs
+		res.skipped = true
+		return res, nil
+	}
+	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir, opts.cache, start)
 	switch {
 	case res.partial != "" || res.broken != "":
 	case w.vanished:
@@ -387,7 +440,7 @@ func (w *walk) visitInfo(rel, p string, info os.FileInfo) {
 	case info.IsDir():
 		w.walkDir(rel, p, info)
 	case info.Mode().IsRegular():
-		w.records = append(w.records, record{rel: rel, kind: kindFile, ref: p})
+		w.records = append(w.records, record{rel: rel, kind: kindFile, ref: p, stamp: stampOf(info)})
 		if viaLink {
 			w.fileDirs[filepath.Dir(p)] = true
 		}
@@ -447,8 +500,10 @@ func (w *walk) problem(rel string, err error) {
 
 // sum reads the files of the walk in the order of their visible paths and
 // returns the hash, the hash of the records read from inside dataDir (if
-// not ""), and what was seen of the files that could not be read.
-func (h hasher) sum(w *walk, dataDir string) (sum, versionSum [32]byte, unreadable map[string]fileMeta) {
+// not ""), and what was seen of the files that could not be read. A file
+// whose stat is the one cache remembers is not read; a file read is
+// remembered if it last changed well before start (see racyWindow).
+func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time) (sum, versionSum [32]byte, unreadable map[string]fileMeta) {
 	slices.SortFunc(w.records, func(a, b record) int { return strings.Compare(a.rel, b.rel) })
 
 	total := sha256.New()
@@ -460,8 +515,13 @@ func (h hasher) sum(w *walk, dataDir string) (sum, versionSum [32]byte, unreadab
 		kind, size, digest := r.kind, int64(0), []byte(nil)
 		switch r.kind {
 		case kindFile:
+			if d, ok := cache.lookup(r.stamp); ok {
+				size, digest = r.stamp.size, d[:]
+				break
+			}
 			var err error
-			size, err = h.digest(file, r.ref, buf)
+			var st fileStamp
+			size, st, err = h.digest(file, r.ref, buf)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular):
 				w.vanished = true // vanished or replaced meanwhile: an event follows
@@ -485,6 +545,9 @@ func (h hasher) sum(w *walk, dataDir string) (sum, versionSum [32]byte, unreadab
 				kind = kindUnreadable
 			default:
 				digest = file.Sum(nil)
+				if settled(st, start, h.racy) && st.size == size {
+					cache.keep(st, [32]byte(digest))
+				}
 			}
 		case kindAlias:
 			size = int64(len(r.ref))
@@ -512,21 +575,23 @@ func (h hasher) sum(w *walk, dataDir string) (sum, versionSum [32]byte, unreadab
 var errNotRegular = errors.New("not a regular file")
 
 // digest resets d and feeds it the bytes of the regular file name. It
-// returns the number of bytes read.
-func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, error) {
+// returns the number of bytes read and the stamp of the file opened, as
+// its stat showed before the read.
+func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, error) {
 	d.Reset()
 	f, err := h.open(name)
 	if err != nil {
-		return 0, err
+		return 0, fileStamp{}, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("stat %s: %w", name, err)
+		return 0, fileStamp{}, fmt.Errorf("stat %s: %w", name, err)
 	}
 	if !info.Mode().IsRegular() {
-		return 0, errNotRegular
+		return 0, fileStamp{}, errNotRegular
 	}
+	st := stampOf(info)
 	// A plain loop: io.CopyBuffer would take *os.File's WriteTo, which
 	// ignores buf and allocates its own for every file.
 	var n int64
@@ -535,10 +600,10 @@ func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, error) {
 		d.Write(buf[:m])
 		n += int64(m)
 		if err == io.EOF {
-			return n, nil
+			return n, st, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", name, err)
+			return 0, fileStamp{}, fmt.Errorf("read %s: %w", name, err)
 		}
 	}
 }

@@ -85,6 +85,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -209,6 +210,10 @@ type volume struct {
 	broken       string            // the broken state last logged
 	partialSince time.Time         // when the volume was first seen half-way through an update
 	settleTimer  *time.Timer
+	cache        digestCache // digests of the files last hashed
+
+	full atomic.Bool            // the next hash reads every file (resync, lost events)
+	seen atomic.Pointer[string] // ..data's target when the last hash started, nil if none
 }
 
 // New returns a Watcher for opts. It fails, with one line naming the flag,
@@ -394,6 +399,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case <-w.wake:
 		case <-resync:
 			for _, v := range w.vols {
+				v.full.Store(true) // the safety net trusts no remembered digest
 				w.mark(v)
 			}
 		case <-tick:
@@ -494,11 +500,27 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 			w.eventsTotal.Inc()
 			if filepath.Base(ev.Name) == dataLink {
 				w.dropOldVersions(fsw, filepath.Dir(ev.Name))
+				if ev.Has(fsnotify.Create) && w.markSwap(ev.Name) {
+					continue
+				}
 			}
 			if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
 				w.markGone(ev.Name)
 			}
-			w.markPath(ev.Name)
+			// The kubelet creates ..data_tmp and renames it to ..data
+			// within microseconds; the rename queues the move away of
+			// ..data_tmp and the arrival of ..data at once. Neither the
+			// creation nor the move away of ..data_tmp changes what an app
+			// sees, and only the arrival of ..data marks the volume: a hash
+			// started by the first event would see the swap half the time
+			// and be thrown away as stale when the last arrives. A
+			// ..data_tmp left behind or moved elsewhere ends no reported
+			// state (a hash that saw it is looked at again by the settle
+			// timer); its removal marks the volume.
+			swapStart := filepath.Base(ev.Name) == dataLink+"_tmp" && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename))
+			if !swapStart && !w.otherVersion(ev.Name) {
+				w.markPath(ev.Name)
+			}
 		case err, ok := <-fsw.Errors:
 			if !ok {
 				return
@@ -506,6 +528,54 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 			w.watchError(err)
 		}
 	}
+}
+
+// markSwap handles the arrival of the link name (a ..data) by a rename: it
+// marks dirty every volume that watches its directory, except one whose
+// last hash, done or under way, already read ..data as naming what it names
+// now: the swap happened before that hash read ..data (a hash started by
+// the event of ..data_tmp often sees the swap), so a second hash would only
+// read the same new version again. It reports whether it handled the event.
+func (w *Watcher) markSwap(name string) bool {
+	target, err := os.Readlink(name)
+	if err != nil {
+		return false
+	}
+	w.mu.Lock()
+	var dirty []int
+	for i := range w.index[filepath.Dir(name)] {
+		if seen := w.vols[i].seen.Load(); seen == nil || *seen != target {
+			dirty = append(dirty, i)
+		}
+	}
+	w.mu.Unlock()
+	for _, i := range dirty {
+		w.mark(w.vols[i])
+	}
+	return true
+}
+
+// versionDirRE matches the names the kubelet gives its version directories.
+var versionDirRE = regexp.MustCompile(`^\.\.[0-9]{4}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}\.[0-9]+$`)
+
+// otherVersion reports whether name is a kubelet version directory that no
+// app can see: one that the ..data link beside it does not name (the next
+// version being written, or the last one being deleted), and that no volume
+// watches. Its creation and deletion make no volume dirty: they would cost a
+// whole hash each and cannot change what any volume shows. The swap of
+// ..data, which makes a version visible, has its own event.
+func (w *Watcher) otherVersion(name string) bool {
+	base := filepath.Base(name)
+	if !versionDirRE.MatchString(base) {
+		return false
+	}
+	target, err := os.Readlink(filepath.Join(filepath.Dir(name), dataLink))
+	if err != nil || target == base || !versionDirRE.MatchString(target) {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.index[name]) == 0
 }
 
 // dropOldVersions removes, at once, the watches on the version directories
@@ -543,6 +613,7 @@ func (w *Watcher) watchError(err error) {
 	if errors.Is(err, fsnotify.ErrEventOverflow) {
 		level.Warn(w.logger).Log("msg", "inotify event queue overflowed, re-hashing every volume", "err", err)
 		for _, v := range w.vols {
+			v.full.Store(true)
 			w.mark(v)
 		}
 		return
@@ -612,13 +683,26 @@ func (w *Watcher) idle() bool {
 // directory that exists at start, the hash is only recorded.
 func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 	defer w.updateNeedPoll(v)
+	if v.full.Swap(false) {
+		v.cache.old = nil
+	}
+	// Lazy: a state that is not reported need not be read, unless it has
+	// lasted long enough to be reported anyway.
+	lazy := !initial && (v.partialSince.IsZero() || time.Since(v.partialSince) < w.settle)
 	for attempt := 1; ; attempt++ {
-		res, err := w.hasher.hash(v.path)
+		w.watchVersion(v)
+		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen})
 		if err != nil {
+			v.seen.Store(nil)
+			v.cache.drop()
 			w.lost(v, err, initial)
 			return
 		}
-		v.watchNeed.Store(int64(len(res.dirs)))
+		if res.skipped {
+			v.cache.drop()
+		} else {
+			v.cache.commit()
+		}
 		if !v.present {
 			v.present = true
 			v.rootErr = ""
@@ -628,6 +712,13 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 				level.Info(w.logger).Log("msg", "volume found, watching it", "dir", v.dir)
 			}
 		}
+		if res.skipped {
+			// Not read: the watches and the problems logged stay as they
+			// were until the volume is read again.
+			w.judge(ctx, v, res, initial)
+			return
+		}
+		v.watchNeed.Store(int64(len(res.dirs)))
 		w.report(v, res.problems)
 		// A broken volume keeps the watches it had: where it was whole is
 		// where its repair shows.
@@ -675,6 +766,10 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 		if now.Sub(v.partialSince) < w.settle {
 			return
 		}
+		if res.skipped {
+			w.mark(v) // read it in full, then report it
+			return
+		}
 		if partial == reasonStale || partial == reasonVanished {
 			// Busy, not inconsistent: a file rewritten all the time.
 			level.Debug(w.logger).Log("msg", fmt.Sprintf("volume kept changing for %s, reporting it", w.settle), "dir", v.dir, "reason", partial)
@@ -695,6 +790,28 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 	if changed && !initial {
 		w.send(ctx, Change{Dir: v.dir, Hash: res.sum, Time: time.Now()})
 	}
+}
+
+// watchVersion adds, before a hash, the inotify watch on the version
+// directory that ..data names, if v does not hold it yet: a directory first
+// watched after it was read must be read again (see refresh), which would
+// read every file of each new kubelet version twice.
+func (w *Watcher) watchVersion(v *volume) {
+	if v.polling || w.inotify() == nil {
+		return
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(v.path, dataLink))
+	if err != nil {
+		return
+	}
+	if _, ok := v.watches[dir]; ok {
+		return
+	}
+	info, err := os.Stat(dir)
+	if err != nil || !info.IsDir() {
+		return
+	}
+	w.updateWatches(v, map[string]fileID{dir: idOf(dir, info)}, true)
 }
 
 // stopSettle forgets that v was seen half-way through an update.
