@@ -1,0 +1,314 @@
+package cost
+
+// Benchmarks of what hotreload costs a pod, each beside the floor program in
+// the same run. Each does its whole measurement once, whatever b.N is, and
+// prints its figures on "COST:" lines; nothing about time or size is
+// asserted, since a loaded machine prints loaded figures.
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hotreload/hotreload/internal/kubelet"
+)
+
+// payload is a flat ConfigMap of n keys; key changed has value version v.
+func payload(n, changed, v int) map[string]kubelet.File {
+	p := make(map[string]kubelet.File, n)
+	for i := range n {
+		val := fmt.Sprintf("key %d = some value of a typical length, version 0\n", i)
+		if i == changed {
+			val = fmt.Sprintf("key %d = some value of a typical length, version %d\n", i, v)
+		}
+		p[fmt.Sprintf("key%05d.conf", i)] = kubelet.File{Data: []byte(val)}
+	}
+	return p
+}
+
+// volumes writes n kubelet volumes of files keys each under a temporary
+// directory.
+func volumes(tb testing.TB, n, files int) (vols []*kubelet.Volume, dirs []string) {
+	tb.Helper()
+	base := tb.TempDir()
+	for i := range n {
+		v := kubelet.New(filepath.Join(base, fmt.Sprintf("vol%04d", i)))
+		if _, err := v.Write(payload(files, -1, 0)); err != nil {
+			tb.Fatal(err)
+		}
+		vols = append(vols, v)
+		dirs = append(dirs, v.Dir)
+	}
+	return vols, dirs
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func mb(kib float64) float64     { return kib * 1024 / 1e6 }
+
+// BenchmarkIdle measures, with 10 and 300 kubelet volumes of 2 keys each,
+// the idle resident memory of hotreload and of the floor program, where it
+// goes (smaps_rollup, smaps by mapping, the Go runtime's own figures from
+// hotreload's go_* series), the growth from one scrape (the collectors), and,
+// with 10 volumes, idle CPU over 25 s scaled to a minute.
+func BenchmarkIdle(b *testing.B) {
+	hr, fl := binaries(b)
+	for _, n := range []int{10, 300} {
+		b.Run(fmt.Sprintf("volumes=%d", n), func(b *testing.B) {
+			a := newApp(b)
+			_, dirs := volumes(b, n, 2)
+			h := startHotreload(b, hr, a.url(), dirs)
+			f := startFloor(b, fl, a.url(), dirs)
+			idle := 3 * time.Second
+			if n == 10 {
+				idle = 25 * time.Second
+			}
+			time.Sleep(2 * time.Second) // let start-up work end before the idle window
+			h0, hs0 := h.cpu()
+			f0, fs0 := f.cpu()
+			time.Sleep(idle) // the idle window being measured: nothing to wait for
+			h1, hs1 := h.cpu()
+			f1, fs1 := f.cpu()
+			perMin := func(d time.Duration) float64 { return ms(d) * float64(time.Minute) / float64(idle) }
+			if n == 10 {
+				cost("idle CPU, 10 volumes, over %s: hotreload %.2f ms/min (stat ticks %.0f ms/min), floor %.2f ms/min (stat %.0f ms/min) (goal: level with the floor, ~0.1 ms/min)",
+					idle, perMin(hs1-hs0), perMin(h1-h0), perMin(fs1-fs0), perMin(f1-f0))
+				b.ReportMetric(perMin(hs1-hs0), "idle-cpu-ms/min")
+			}
+
+			for _, p := range []*proc{h, f} {
+				r := kib(b, fmt.Sprintf("/proc/%d/smaps_rollup", p.pid()))
+				st := kib(b, fmt.Sprintf("/proc/%d/status", p.pid()))
+				cost("idle RSS, %d volumes, %s: VmRSS %.2f MB (%.2f MiB); smaps_rollup: Rss %.0f KiB = Anonymous %.0f + file-backed %.0f; Private_Dirty %.0f, Private_Clean %.0f, Shared_Clean %.0f; threads %.0f",
+					n, p.name, mb(st["VmRSS"]), st["VmRSS"]/1024, r["Rss"], r["Anonymous"], r["Rss"]-r["Anonymous"], r["Private_Dirty"], r["Private_Clean"], r["Shared_Clean"], threads(b, p.pid()))
+				m := p.mappings()
+				var parts []string
+				for _, k := range slices.Sorted(mapsKeys(m)) {
+					parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+				}
+				cost("idle RSS by mapping, %d volumes, %s (KiB): %s", n, p.name, strings.Join(parts, ", "))
+				if p == h {
+					b.ReportMetric(mb(st["VmRSS"]), "hotreload-MB")
+				} else {
+					b.ReportMetric(mb(st["VmRSS"]), "floor-MB")
+				}
+			}
+
+			// The Go runtime's view; the first scrape itself allocates
+			// (the Go and process collectors, the text encoder).
+			before := kib(b, fmt.Sprintf("/proc/%d/status", h.pid()))["VmRSS"]
+			g := h.metrics()
+			after := kib(b, fmt.Sprintf("/proc/%d/status", h.pid()))["VmRSS"]
+			k := func(name string) float64 { return g[name] / 1024 }
+			cost("idle Go runtime, %d volumes, hotreload (KiB, first scrape): heap inuse %.0f (alloc %.0f, idle %.0f, released %.0f), stacks inuse %.0f for %.0f goroutines (%.1f KiB each), mspan %.0f, mcache %.0f, gc metadata %.0f, buckhash %.0f, other %.0f; runtime sys total %.0f",
+				n, k("go_memstats_heap_inuse_bytes"), k("go_memstats_heap_alloc_bytes"), k("go_memstats_heap_idle_bytes"), k("go_memstats_heap_released_bytes"),
+				k("go_memstats_stack_inuse_bytes"), g["go_goroutines"], k("go_memstats_stack_inuse_bytes")/g["go_goroutines"],
+				k("go_memstats_mspan_inuse_bytes"), k("go_memstats_mcache_inuse_bytes"), k("go_memstats_gc_sys_bytes"), k("go_memstats_buck_hash_sys_bytes"), k("go_memstats_other_sys_bytes"), k("go_memstats_sys_bytes"))
+			cost("first scrape of /metrics (the collectors), %d volumes: VmRSS %.0f -> %.0f KiB (+%.0f)", n, before, after, after-before)
+		})
+	}
+}
+
+func mapsKeys(m map[string]float64) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func threads(tb testing.TB, pid int) float64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	return float64(len(tasks))
+}
+
+// readAll opens, reads and SHA-256s every file that dir's visible names
+// show, once, and returns the CPU time this thread spent on it.
+func readAll(tb testing.TB, dir string) time.Duration {
+	tb.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := threadCPU(tb)
+	var walk func(string)
+	walk = func(d string) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "..") {
+				continue
+			}
+			p := filepath.Join(d, e.Name())
+			if e.IsDir() {
+				walk(p)
+				continue
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			info, _ := f.Stat()
+			if info.IsDir() {
+				f.Close()
+				walk(p)
+				continue
+			}
+			h := sha256.New()
+			io.Copy(h, f)
+			f.Close()
+			h.Sum(nil)
+		}
+	}
+	walk(dir)
+	return threadCPU(tb) - before
+}
+
+// threadCPU is the run time of the calling thread, from
+// /proc/thread-self/schedstat (nanoseconds: getrusage counts in ticks here).
+func threadCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(n)
+}
+
+// baseline is the least CPU time of three readAll passes over dir.
+func baseline(tb testing.TB, dir string) time.Duration {
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		best = min(best, readAll(tb, dir))
+	}
+	return best
+}
+
+// BenchmarkChangeCPU measures the CPU time hotreload spends on one change
+// (utime+stime before and after, averaged over several changes, each waited
+// for at the app), for a kubelet volume of 10, 1,000 and 10,000 keys where
+// one key changes, and for a plain directory of 10,000 files where one file
+// is rewritten in place, beside the cost of reading every visible file
+// once. The floor program's cost for the kubelet volume is printed too.
+func BenchmarkChangeCPU(b *testing.B) {
+	hr, fl := binaries(b)
+	for _, bc := range []struct {
+		files, changes int
+	}{{10, 200}, {1000, 40}, {10000, 8}} {
+		b.Run(fmt.Sprintf("kubelet/files=%d", bc.files), func(b *testing.B) {
+			ha, fa := newApp(b), newApp(b)
+			vols, dirs := volumes(b, 1, bc.files)
+			h := startHotreload(b, hr, ha.url(), dirs)
+			f := startFloor(b, fl, fa.url(), dirs)
+			base := baseline(b, dirs[0])
+			time.Sleep(time.Second) // let start-up work end
+			h0, hs0 := h.cpu()
+			f0, fs0 := f.cpu()
+			var lat, flat []time.Duration
+			var swapped time.Time
+			vols[0].AfterSwap = func() { swapped = time.Now() }
+			for i := 1; i <= bc.changes; i++ {
+				if _, err := vols[0].Write(payload(bc.files, i%bc.files, i)); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, ha.waitCount(b, i).Sub(swapped))
+				flat = append(flat, fa.waitCount(b, i).Sub(swapped))
+			}
+			time.Sleep(300 * time.Millisecond) // the default debounce, and the deletion's last events
+			h1, hs1 := h.cpu()
+			f1, fs1 := f.cpu()
+			n := time.Duration(bc.changes)
+			slices.Sort(lat)
+			slices.Sort(flat)
+			cost("CPU per change, kubelet volume of %d files (1 key changed, %d changes, default --debounce): hotreload %.2f ms (stat %.1f ms), floor %.2f ms (stat %.1f ms); reading every visible file once %.2f ms, goal <= 2x = %.2f ms; swap-to-request p50 hotreload %.1f ms (debounce 100 ms included), floor %.1f ms",
+				bc.files, bc.changes, ms((hs1-hs0)/n), ms((h1-h0)/n), ms((fs1-fs0)/n), ms((f1-f0)/n), ms(base), 2*ms(base), ms(lat[len(lat)/2]), ms(flat[len(flat)/2]))
+			b.ReportMetric(ms((hs1-hs0)/n), "hotreload-cpu-ms/change")
+			b.ReportMetric(ms(base), "read-all-ms")
+		})
+	}
+	b.Run("plain/files=10000", func(b *testing.B) {
+		const files, changes = 10000, 10
+		a := newApp(b)
+		dir := filepath.Join(b.TempDir(), "plain")
+		for i := range files {
+			p := filepath.Join(dir, fmt.Sprintf("d%02d/f%05d.conf", i%100, i))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(p, fmt.Appendf(nil, "key %d = some value of a typical length, version 0\n", i), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		h := startHotreload(b, hr, a.url(), []string{dir})
+		base := baseline(b, dir)
+		time.Sleep(time.Second) // let start-up work end
+		h0, hs0 := h.cpu()
+		for i := 1; i <= changes; i++ {
+			p := filepath.Join(dir, fmt.Sprintf("d%02d/f%05d.conf", i%100, i))
+			if err := os.WriteFile(p, fmt.Appendf(nil, "key %d = some value of a typical length, version %d\n", i, i), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			a.waitCount(b, i)
+		}
+		time.Sleep(300 * time.Millisecond)
+		h1, hs1 := h.cpu()
+		n := time.Duration(changes)
+		cost("CPU per change, plain directory of %d files (1 file rewritten in place, %d changes, default --debounce): hotreload %.2f ms (stat %.1f ms); reading every file once %.2f ms",
+			files, changes, ms((hs1-hs0)/n), ms((h1-h0)/n), ms(base))
+		b.ReportMetric(ms((hs1-hs0)/n), "hotreload-cpu-ms/change")
+		b.ReportMetric(ms(base), "read-all-ms")
+	})
+}
+
+// BenchmarkLatency measures the time from the kubelet's rename of ..data in
+// an update of a 2-key volume to the reload request at the app, at --debounce=0, for
+// hotreload and the floor program, swap by swap in turn (each on its own
+// volume, so that the other is idle meanwhile).
+func BenchmarkLatency(b *testing.B) {
+	const swaps = 200
+	hr, fl := binaries(b)
+	ha, fa := newApp(b), newApp(b)
+	hv, hd := volumes(b, 1, 2)
+	fv, fd := volumes(b, 1, 2)
+	h := startHotreload(b, hr, ha.url(), hd, "--debounce=0")
+	startFloor(b, fl, fa.url(), fd)
+	_ = h
+	var hl, fl2 []time.Duration
+	for i := 1; i <= swaps; i++ {
+		for _, s := range []struct {
+			vol *kubelet.Volume
+			app *app
+			lat *[]time.Duration
+		}{{hv[0], ha, &hl}, {fv[0], fa, &fl2}} {
+			var swapped time.Time
+			s.vol.AfterSwap = func() { swapped = time.Now() }
+			if _, err := s.vol.Write(payload(2, 0, i)); err != nil {
+				b.Fatal(err)
+			}
+			*s.lat = append(*s.lat, s.app.waitCount(b, i).Sub(swapped))
+		}
+	}
+	pct := func(d []time.Duration, p float64) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[max(int(math.Ceil(p/100*float64(len(s))))-1, 0)]
+	}
+	cost("swap-to-request, --debounce=0, %d swaps each, in turn: hotreload p50 %.2f ms p99 %.2f ms; floor p50 %.2f ms p99 %.2f ms (goal: p50 within 0.3 ms, p99 within 1 ms of the floor)",
+		swaps, ms(pct(hl, 50)), ms(pct(hl, 99)), ms(pct(fl2, 50)), ms(pct(fl2, 99)))
+	b.ReportMetric(ms(pct(hl, 50)), "hotreload-p50-ms")
+	b.ReportMetric(ms(pct(fl2, 50)), "floor-p50-ms")
+}
