@@ -499,8 +499,16 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 			}
 			w.eventsTotal.Inc()
 			if filepath.Base(ev.Name) == dataLink {
-				w.dropOldVersions(fsw, filepath.Dir(ev.Name))
-				if ev.Has(fsnotify.Create) && w.markSwap(ev.Name) {
+				// The old versions leave the index before the volume is
+				// marked, and their inotify watches are removed after
+				// (inotify_rm_watch takes a while): the hash of the new
+				// version need not wait for it.
+				drop := w.dropOldVersions(filepath.Dir(ev.Name))
+				handled := ev.Has(fsnotify.Create) && w.markSwap(ev.Name)
+				for _, p := range drop {
+					_ = fsw.Remove(p)
+				}
+				if handled {
 					continue
 				}
 			}
@@ -578,14 +586,15 @@ func (w *Watcher) otherVersion(name string) bool {
 	return len(w.index[name]) == 0
 }
 
-// dropOldVersions removes, at once, the watches on the version directories
-// of the volume root that ..data no longer names: the kubelet is about to
-// delete them, and a watch there would report every file it deletes. The
-// volume's goroutine forgets them at its next refresh.
-func (w *Watcher) dropOldVersions(fsw *fsnotify.Watcher, root string) {
+// dropOldVersions takes out of the index, at once, the watches on the
+// version directories of the volume root that ..data no longer names, and
+// returns them for the caller to remove: the kubelet is about to delete
+// them, and a watch there would report every file it deletes. The volume's
+// goroutine forgets them at its next refresh.
+func (w *Watcher) dropOldVersions(root string) []string {
 	target, err := os.Readlink(filepath.Join(root, dataLink))
 	if err != nil {
-		return
+		return nil
 	}
 	current := filepath.Join(root, target)
 	prefix := root + string(filepath.Separator) + ".."
@@ -601,9 +610,7 @@ func (w *Watcher) dropOldVersions(fsw *fsnotify.Watcher, root string) {
 		}
 	}
 	w.mu.Unlock()
-	for _, p := range drop {
-		_ = fsw.Remove(p)
-	}
+	return drop
 }
 
 // watchError handles an error reported by inotify. A queue overflow means
