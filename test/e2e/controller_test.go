@@ -369,10 +369,15 @@ stringData: {token: "0"}
 					(sum-sum0)/(n-n0)*1000, n-n0)
 			}
 			slices.Sort(took)
-			if med, worst := took[len(took)/2], took[len(took)-1]; med > time.Second || worst > 2*time.Second {
+			med, worst := took[len(took)/2], took[len(took)-1]
+			if med > time.Second || worst > 2*time.Second {
+				t.Logf("goal missed: median %s (goal < 1s), max %s (goal < 2s)", med, worst)
+			}
+			if med > 500*time.Millisecond {
+				// More than the kubelet's ~0.1 s and the sidecar's debounce
+				// explain: show when the sidecar saw each swap.
 				lines := strings.Split(strings.TrimSpace(containerLogs(ns, cmPod.name, "hotreload", false)), "\n")
-				t.Logf("goal missed: median %s (goal < 1s), max %s (goal < 2s); the sidecar's last lines:\n%s",
-					med, worst, strings.Join(lines[max(0, len(lines)-30):], "\n"))
+				t.Logf("the sidecar's last lines:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
 			}
 			rv := resourceVersion(t, ns, "configmap", "settings")
 			if got, want := nudgedValue(ns, cmPod.name), "configmap/settings@"+rv; got != want {
