@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -509,7 +510,8 @@ func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time
 	total := sha256.New()
 	version := sha256.New()
 	file := sha256.New()
-	buf := make([]byte, 32<<10)
+	buf := bufPool.Get().(*[]byte)
+	defer bufPool.Put(buf)
 	var num [8]byte
 	for _, r := range w.records {
 		kind, size, digest := r.kind, int64(0), []byte(nil)
@@ -521,7 +523,7 @@ func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time
 			}
 			var err error
 			var st fileStamp
-			size, st, err = h.digest(file, r.ref, buf)
+			size, st, err = h.digest(file, r.ref, *buf)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular):
 				w.vanished = true // vanished or replaced meanwhile: an event follows
@@ -573,6 +575,13 @@ func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time
 }
 
 var errNotRegular = errors.New("not a regular file")
+
+// bufPool holds the read buffers of hashes, shared by the volumes: a
+// resync hashes every volume at once.
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
 
 // digest resets d and feeds it the bytes of the regular file name. It
 // returns the number of bytes read and the stamp of the file opened, as
