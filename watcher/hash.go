@@ -115,6 +115,9 @@ type hashResult struct {
 	// read, by visible path.
 	unreadable map[string]fileMeta
 
+	// root is the real path of the root.
+	root string
+
 	// skipped says that the files were not read (hashOpts.lazy): sum,
 	// versionSum, problems and unreadable are not known.
 	skipped bool
@@ -217,7 +220,7 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	w.visited[rootID] = "."
 	w.onPath[rootID] = true
 	w.dirs[real] = rootID
-	res := hashResult{version: target}
+	res := hashResult{version: target, root: real}
 
 	// A kubelet volume: the version directory that ..data names is watched
 	// (the kubelet never writes into it, but someone else might), and its
@@ -232,9 +235,16 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 		}
 		var names []os.DirEntry
 		var dirInfo os.FileInfo
-		dir, err = filepath.EvalSymlinks(dir)
-		if err == nil {
-			dirInfo, err = os.Stat(dir)
+		if plainName(target) {
+			// The kubelet's form: real is resolved already, so dir is
+			// resolved unless it is a symlink itself.
+			dirInfo, err = os.Lstat(dir)
+		}
+		if !plainName(target) || err != nil || dirInfo.Mode()&fs.ModeSymlink != 0 {
+			dir, err = filepath.EvalSymlinks(dir)
+			if err == nil {
+				dirInfo, err = os.Stat(dir)
+			}
 		}
 		if err == nil && !dirInfo.IsDir() {
 			err = errNotDir
@@ -366,6 +376,12 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	res.dirs = w.dirs
 	res.problems = w.problems
 	return res, nil
+}
+
+// plainName reports whether target (of ..data) is one name in the same
+// directory, as the kubelet writes it.
+func plainName(target string) bool {
+	return target != "" && target != "." && target != ".." && !strings.ContainsRune(target, filepath.Separator)
 }
 
 // sameNames reports whether dir still lists the entries of before that

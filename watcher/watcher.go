@@ -222,6 +222,7 @@ type volume struct {
 	partialSince time.Time         // when the volume was first seen half-way through an update
 	settleTimer  *time.Timer
 	cache        digestCache // digests of the files last hashed
+	root         string      // the real path of the root at the last hash
 
 	full atomic.Bool            // the next hash reads every file (resync, lost events)
 	seen atomic.Pointer[string] // ..data's target when the last hash started, nil if none
@@ -759,6 +760,7 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 			w.lost(v, err, initial)
 			return
 		}
+		v.root = res.root
 		if res.skipped {
 			v.cache.drop()
 		} else {
@@ -860,6 +862,11 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 func (w *Watcher) watchVersion(v *volume) {
 	if v.polling || w.inotify() == nil {
 		return
+	}
+	if target, err := os.Readlink(filepath.Join(v.path, dataLink)); err == nil && plainName(target) && v.root != "" {
+		if _, ok := v.watches[filepath.Join(v.root, target)]; ok {
+			return // watched already (if the root moved, the hash finds out)
+		}
 	}
 	dir, err := filepath.EvalSymlinks(filepath.Join(v.path, dataLink))
 	if err != nil {
