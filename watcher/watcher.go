@@ -7,10 +7,28 @@
 // re-hashed (see HashDir: what the app sees through the volume's visible
 // names) and a Change is sent when the hash differs from the last one
 // reported. Attribute-only events, reads, and a kubelet swap to identical
-// content therefore change nothing, and no event is ever filtered by its op
-// name. Every volume is hashed by a goroutine of its own, so a small volume's
-// change never waits behind a large volume's hash; the Changes of one volume
-// are sent in order.
+// content therefore change nothing, and no event that could change what an
+// app sees is ever filtered by its op name. Every dirty volume is hashed by a
+// goroutine of its own, so a small volume's change never waits behind a
+// large volume's hash; the Changes of one volume are sent in order. An idle
+// volume has no goroutine.
+//
+// # Cost
+//
+// Events that cannot change what an app sees make no volume dirty: the
+// creation and the move away of ..data_tmp (the arrival of ..data that
+// follows has its own event), and the creation and deletion of kubelet
+// version directories that ..data does not name. The swap of ..data does
+// not mark a volume whose hash, done or under way, already read ..data
+// naming the new version. The new version directory is watched before it is
+// read, and a state that will not be reported is not read. A kubelet update
+// therefore reads each file of the volume once. Each volume remembers the
+// digest of every file it read, with its inode, size, modification and
+// change time: a file whose stat is unchanged is not read again (a file
+// changed less than a second before the hash is always read again, since
+// file times tick coarsely), so an edit of one file in a plain directory
+// reads that file and stats the others. The resync, and an inotify queue
+// overflow, read every file.
 //
 // # What is never reported
 //
