@@ -24,6 +24,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
 const (
@@ -34,10 +36,7 @@ const (
 func need(t *testing.T, tool, why string) {
 	t.Helper()
 	if _, err := exec.LookPath(tool); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found; CI installs it (%s)", tool, why)
-		}
-		t.Skipf("%s not found: %s (apt-get install %s)", tool, why, tool)
+		e2etest.SkipOrFail(t, "%s not found: %s (apt-get install %s)", tool, why, tool)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
 // The kubelet's default syncFrequency is 1m and it adds up to half of it as
@@ -105,9 +105,7 @@ func mustKubectl(t *testing.T, stdin []byte, args ...string) string {
 // with what msg says at the deadline otherwise.
 func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg func() string) {
 	t.Helper()
-	if !poll.Each(pollEvery, timeout, cond) {
-		t.Fatalf("after %s: %s", timeout, msg())
-	}
+	e2etest.EventuallyEvery(t, pollEvery, timeout, cond, msg)
 }
 
 var nameRE = regexp.MustCompile(`[^a-z0-9-]+`)
