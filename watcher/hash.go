@@ -71,12 +71,13 @@ const (
 // HashDir does not judge whether root is in a consistent state; the Watcher
 // does (see the package documentation).
 func HashDir(root string) (sum [32]byte, err error) {
-	res, err := hasher{open: openRegular}.hash(root)
+	res, err := hasher{}.hash(root)
 	return res.sum, err
 }
 
 // hasher computes content hashes. open is how files are opened; tests
-// replace it to simulate unreadable files when running as root.
+// set it to simulate unreadable files when running as root. When it is nil,
+// files are read with plain system calls (readRaw), without an *os.File.
 type hasher struct {
 	open func(name string) (*os.File, error)
 	// racy is how long ago a file must have changed for its digest to be
@@ -604,6 +605,12 @@ var bufPool = sync.Pool{New: func() any {
 // its stat showed before the read.
 func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, error) {
 	d.Reset()
+	if h.open == nil {
+		if n, st, ok, err := readRaw(d, name, buf); ok {
+			return n, st, err
+		}
+		h.open = openRegular
+	}
 	f, err := h.open(name)
 	if err != nil {
 		return 0, fileStamp{}, err
