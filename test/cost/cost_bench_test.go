@@ -213,6 +213,7 @@ func BenchmarkChangeCPU(b *testing.B) {
 			f := startFloor(b, fl, fa.url(), dirs)
 			base := baseline(b, dirs[0])
 			time.Sleep(time.Second) // let start-up work end
+			m0 := h.metrics()
 			h0, hs0 := h.cpu()
 			f0, fs0 := f.cpu()
 			var lat, flat []time.Duration
@@ -228,7 +229,11 @@ func BenchmarkChangeCPU(b *testing.B) {
 			time.Sleep(300 * time.Millisecond) // the default debounce, and the deletion's last events
 			h1, hs1 := h.cpu()
 			f1, fs1 := f.cpu()
+			m1 := h.metrics()
 			n := time.Duration(bc.changes)
+			per := func(name string) float64 { return (m1[name] - m0[name]) / float64(bc.changes) }
+			cost("per change, kubelet volume of %d files: %.1f inotify events, %.2f garbage collections, %.0f KiB allocated (hotreload's go_* and hotreload_* series)",
+				bc.files, per("hotreload_watch_events_total"), per("go_gc_duration_seconds_count"), per("go_memstats_alloc_bytes_total")/1024)
 			slices.Sort(lat)
 			slices.Sort(flat)
 			cost("CPU per change, kubelet volume of %d files (1 key changed, %d changes, default --debounce): hotreload %.2f ms (stat %.1f ms), floor %.2f ms (stat %.1f ms); reading every visible file once %.2f ms, goal <= 2x = %.2f ms; swap-to-request p50 hotreload %.1f ms (debounce 100 ms included), floor %.1f ms",
