@@ -46,16 +46,44 @@ command -v kubectl >/dev/null || export PATH=$E2E_KUBE_BIN:$PATH # kube-binaries
 
 "$here/cluster/kube-binaries.sh" "$version" "$E2E_KUBE_BIN" >/dev/null
 
+# host_state prints what the cluster changes on the host outside its state
+# directory, so that the run can check that down.sh undid all of it.
+host_state() {
+	sysctl -e vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
+		kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+	local ipt t
+	for ipt in iptables ip6tables; do
+		command -v $ipt >/dev/null || continue
+		for t in filter mangle nat; do $ipt -t $t -S 2>/dev/null | grep -- 'KUBE-' || true; done
+	done
+	[ -d /var/log/containers ] && echo "/var/log/containers exists"
+	ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null || true
+	awk -v st="$E2E_STATE" 'index($2, st) == 1' /proc/self/mounts
+	pgrep -af -- "$E2E_STATE" || true
+}
+
 status=1
+before=
 finish() {
 	trap - EXIT INT TERM
 	"$here/cluster/down.sh" || true
+	if [ -n "$before" ]; then
+		after=$(host_state)
+		if [ "$before" != "$after" ]; then
+			echo "make e2e: the host is not as it was before the run:" >&2
+			diff <(echo "$before") <(echo "$after") >&2
+			status=1
+		else
+			echo "make e2e: host restored (sysctls, iptables, cgroups, mounts, /var/log/containers, processes)"
+		fi
+	fi
 	exit "$status"
 }
 trap finish EXIT
 trap 'echo "make e2e: interrupted, tearing down" >&2; status=130; finish' INT TERM
 
 "$here/cluster/down.sh" >/dev/null 2>&1 || true # what a run killed hard left behind
+before=$(host_state)
 mkdir -p "$E2E_STATE"
 "$here/cluster/images.sh" "$E2E_IMAGES"
 "$here/cluster/up.sh"
