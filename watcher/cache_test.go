@@ -172,6 +172,25 @@ func TestKubeletUpdateReadsOnce(t *testing.T) {
 	}
 }
 
+func TestVersionDir(t *testing.T) {
+	for name, want := range map[string]bool{
+		"..2026_11_23_08_00_00.123":        true,
+		"..2026_11_23_08_00_00.3394099091": true,
+		"..2026_11_23_08_00_00.":           false,
+		"..2026_11_23_08_00_00":            false,
+		"..2026-11-23_08_00_00.1":          false,
+		"..2026_11_23_08_00_0x.1":          false,
+		"..2026_11_23_08_00_00.1a":         false,
+		"..data":                           false,
+		"2026_11_23_08_00_00.123":          false,
+		"":                                 false,
+	} {
+		if got := versionDir(name); got != want {
+			t.Errorf("versionDir(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestOtherVersion(t *testing.T) {
 	dir := t.TempDir()
 	const cur, next = "..2026_11_23_08_00_00.123", "..2026_11_23_08_01_00.456"

