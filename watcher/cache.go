@@ -58,7 +58,7 @@ func (c *digestCache) keep(st fileStamp, sum [32]byte) {
 		return
 	}
 	if c.next == nil {
-		c.next = make(map[digestKey]digestEntry)
+		c.next = make(map[digestKey]digestEntry, len(c.old)) // grown once, not 10,000 times
 	}
 	c.next[digestKey{st.dev, st.ino}] = digestEntry{stamp: st, sum: sum}
 }

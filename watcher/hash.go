@@ -530,12 +530,14 @@ func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time
 	buf := bufPool.Get().(*[]byte)
 	defer bufPool.Put(buf)
 	var num [8]byte
+	var sumBuf [32]byte
 	for _, r := range w.records {
 		kind, size, digest := r.kind, int64(0), []byte(nil)
 		switch r.kind {
 		case kindFile:
 			if d, ok := cache.lookup(r.stamp); ok {
-				size, digest = r.stamp.size, d[:]
+				sumBuf = d
+				size, digest = r.stamp.size, sumBuf[:]
 				break
 			}
 			var err error
@@ -563,7 +565,7 @@ func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time
 				w.problem(r.rel, err)
 				kind = kindUnreadable
 			default:
-				digest = file.Sum(nil)
+				digest = file.Sum(sumBuf[:0])
 				if settled(st, start, h.racy) && st.size == size {
 					cache.keep(st, [32]byte(digest))
 				}
