@@ -401,9 +401,9 @@ func TestFailover(t *testing.T) {
 	// yet; either way it must nudge it.
 	first.update(Secret, "tls", "103")
 	poll(t, "the second replica leads", second.c.Leading)
-	got := second.waitPatched("b=secret/tls@103")
+	second.waitPatched("b=secret/tls@103")
 	second.sentinel("104")
-	got = patches(t, first.client)
+	got := patches(t, first.client)
 	want := []string{"b=secret/tls@101", "a=configmap/app@102", "b=configmap/app@102", "b=secret/tls@103", "sentinel=configmap/sentinel@104"}
 	slices.Sort(got)
 	slices.Sort(want)

@@ -19,7 +19,7 @@ func bigPod() *corev1.Pod {
 	p.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = strings.Repeat(`{"spec":{"containers":[]}}`, 100)
 	p.Annotations["prometheus.io/scrape"] = "true"
 	p.Annotations[AnnotationNudged] = "configmap/app@7"
-	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(strings.Repeat(`{"f:spec":{}}`, 200))}}}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(strings.Repeat(`{"f:spec":{}}`, 200))}}
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	for i := range 3 {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{
