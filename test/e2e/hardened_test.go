@@ -73,7 +73,13 @@ spec:
 		c, _ = p.container("hotreload")
 		return c.State.Terminated != nil
 	}, func() string { return "hotreload did not exit" })
-	logs := containerLogs(ns, "subpath", "hotreload", false)
+	// The log of a container that has just exited can take a moment to be
+	// served.
+	var logs string
+	waitFor(t, nudgeWait, func() bool {
+		logs = containerLogs(ns, "subpath", "hotreload", false)
+		return strings.Contains(logs, "hotreload: error")
+	}, func() string { return "hotreload's log has no error line:\n" + logs })
 	if c.State.Terminated.ExitCode != 2 {
 		t.Errorf("hotreload exited %d, want 2 (bad input)", c.State.Terminated.ExitCode)
 	}
