@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hotreload/hotreload/controller"
-	"github.com/hotreload/hotreload/internal/poll"
 )
 
 // hotreload-controller (examples/controller) in the real cluster: the two
@@ -228,74 +227,8 @@ func timeLoad(t *testing.T, p testPod, edit func(), file, want string, timeout t
 
 func TestController(t *testing.T) {
 	t.Parallel()
-	t.Run("without the controller", func(t *testing.T) {
-		t.Parallel()
-		// Pods that did not opt in: each edit waits for the kubelet's
-		// periodic sync, about a minute, so 3 edits only, one per pod, in
-		// parallel. A pod that has just started is synced again as its
-		// containers and probes settle (the first edits then take about a
-		// second), so each pod first takes an edit that is not counted.
-		const pods = 3
-		ns := namespace(t)
-		var ps []testPod
-		for i := range pods {
-			cm := fmt.Sprintf("settings-%d", i)
-			apply(t, ns, []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {edit: \"0\"}\n", cm)))
-			p := testPod{
-				name: fmt.Sprintf("not-opted-in-%d", i), appPort: 18220 + i, metricsPort: 19220 + i,
-				volumes: []object{configMapVolume("config", cm)},
-				mounts:  map[string]string{"config": "/etc/config"},
-			}
-			apply(t, ns, p.manifest(t))
-			ps = append(ps, p)
-		}
-		took := make([]time.Duration, pods)
-		var wg sync.WaitGroup
-		for i, p := range ps {
-			waitReady(t, ns, p.name)
-			waitLoaded(t, nudgeWait, p.appPort, "/etc/config/edit", "0")
-			cm := fmt.Sprintf("settings-%d", i)
-			wg.Go(func() {
-				edit := func(v string) {
-					if _, err := kubectl(nil, "-n", ns, "patch", "configmap", cm, "--type=merge", "-p", `{"data":{"edit":"`+v+`"}}`); err != nil {
-						t.Error(err)
-					}
-				}
-				// The warm-up edit, not counted.
-				start := time.Now()
-				edit("warm-up")
-				if !poll.Each(20*time.Millisecond, syncWait, func() bool {
-					l, err := appConfig(p.appPort)
-					return err == nil && l.Files["/etc/config/edit"] == "warm-up"
-				}) {
-					t.Errorf("%s never loaded its warm-up edit", p.name)
-					return
-				}
-				t.Logf("%s: warm-up edit loaded after %s", p.name, time.Since(start).Round(10*time.Millisecond))
-				start = time.Now()
-				edit("counted")
-				var l loaded
-				if !poll.Each(20*time.Millisecond, syncWait, func() bool {
-					var err error
-					l, err = appConfig(p.appPort)
-					return err == nil && l.Files["/etc/config/edit"] == "counted"
-				}) {
-					t.Errorf("%s never loaded its counted edit", p.name)
-					return
-				}
-				took[i] = l.LoadedAt.Sub(start)
-			})
-		}
-		wg.Wait()
-		if !t.Failed() {
-			printTimes(t, "controller: ConfigMap patch to app reloaded WITHOUT the controller (pods not opted in, one edit each after a warm-up edit, kubelet syncFrequency 1m)", took)
-		}
-		for _, p := range ps {
-			if v := nudgedValue(ns, p.name); v != "" {
-				t.Errorf("%s did not opt in but was patched: %s=%s", p.name, controller.AnnotationNudged, v)
-			}
-		}
-	})
+	// Without the controller, an edit waits for the kubelet's periodic sync:
+	// TestTiming's "kubelet sync" case measures that in the same run.
 	t.Run("with the controller", func(t *testing.T) {
 		t.Parallel()
 		if dir := os.Getenv("E2E_IMAGES"); dir != "" {

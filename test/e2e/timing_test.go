@@ -42,7 +42,7 @@ func TestTiming(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		printTimes(t, "ConfigMap patch to app reloaded, kubelet syncFrequency 1m", took)
+		printTimes(t, "ConfigMap patch to app reloaded, kubelet syncFrequency 1m (every sidecar without the controller)", took)
 	})
 	t.Run("pod annotated after the patch", func(t *testing.T) {
 		t.Parallel()
