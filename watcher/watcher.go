@@ -1,99 +1,3 @@
-// Package watcher watches directories, such as Kubernetes ConfigMap and
-// Secret volumes, and reports when the content an app reads from them
-// changes.
-//
-// It watches directories, never single files, with inotify (fsnotify), and
-// decides by content: an event only marks a volume dirty, the volume is
-// re-hashed (see HashDir: what the app sees through the volume's visible
-// names) and a Change is sent when the hash differs from the last one
-// reported. Attribute-only events, reads, and a kubelet swap to identical
-// content therefore change nothing, and no event that could change what an
-// app sees is ever filtered by its op name. Every dirty volume is hashed by a
-// goroutine of its own, so a small volume's change never waits behind a
-// large volume's hash; the Changes of one volume are sent in order. An idle
-// volume has no goroutine.
-//
-// # Cost
-//
-// Events that cannot change what an app sees make no volume dirty: the
-// creation and the move away of ..data_tmp (the arrival of ..data that
-// follows has its own event), and the creation and deletion of kubelet
-// version directories that ..data does not name. The swap of ..data does
-// not mark a volume whose hash, done or under way, already read ..data
-// naming the new version. The new version directory is watched before it is
-// read, and a state that will not be reported is not read. A kubelet update
-// therefore reads each file of the volume once. Each volume remembers the
-// digest of every file it read, with its inode, size, modification and
-// change time: a file whose stat is unchanged is not read again (a file
-// changed less than a second before the hash is always read again, since
-// file times tick coarsely), so an edit of one file in a plain directory
-// reads that file and stats the others. The resync, and an inotify queue
-// overflow, read every file.
-//
-// # What is never reported
-//
-// A Change is sent only for a state an app can read in full. These states
-// are never reported; the volume is waited for instead:
-//
-//   - Missing: the root does not exist, is not a directory or cannot be
-//     read. Logged once; the nearest existing parent is watched and the
-//     root polled.
-//   - Broken: ..data is a symlink that names no directory (dangling, or a
-//     file), or every visible entry of the root is a dangling symlink.
-//     Logged once per incident at warning level; never reported, however
-//     long it lasts. The volume keeps its watches and is also re-checked on
-//     every poll tick.
-//   - Half-way through an update (partial). The kubelet writes a volume in
-//     steps, and an rm -rf or a hand edit passes through states that no
-//     writer meant: ..data_tmp exists (a swap is under way); an item of the
-//     version directory that ..data names has no visible entry yet (the
-//     kubelet renames ..data before it links new keys); a visible symlink
-//     into ..data names an item that does not exist (a vanished key not yet
-//     unlinked); the version directory that ..data names changed after it
-//     was published (the kubelet never writes into a published version:
-//     its content differs from the last hash of the same version, one of
-//     its directories is empty, or a directory's mtime is later than the
-//     swap of ..data); a volume that had ..data lost it; a kubelet volume
-//     shows no item at all; an entry vanished while it was read; the
-//     listing of the root or of the version directory differed after the
-//     files were read; or the volume was marked dirty again while it was
-//     hashed (what was hashed is already stale). The next step makes an event, and the volume is re-hashed
-//     then. A state that lasts longer than the settle bound (2s) is not a
-//     writer at work but a hand-made directory, or a ConfigMap emptied on
-//     purpose: it is reported, with a warning.
-//
-// When a volume comes back from any of these states with the content last
-// reported, nothing is sent. A plain directory (one that never had ..data)
-// whose files are removed, even all of them, is a real change and is
-// reported at once: only a dangling symlink or a kubelet layout out of step
-// marks a state as incomplete. An rm -rf of a plain directory may therefore
-// be reported half-way; an rm -rf of a kubelet volume is not, short of one
-// that starts within the same filesystem timestamp tick as the swap of a
-// version that the watcher has not yet hashed whole. A volume that
-// keeps changing (a file appended every few milliseconds) is reported at
-// least every 2s.
-//
-// # Unreadable files
-//
-// A file that cannot be read (a Secret item with mode 0400 and hotreload
-// running as another UID) is hashed by its size, modification time, inode
-// and device, so that its rotation or rewrite is still reported; each such
-// change is logged at warning level with the pod settings that make the file
-// readable.
-//
-// # inotify
-//
-// inotify watches sit on real directories: the volume's root, every
-// directory the last hash walked (the kubelet's current version directory,
-// subdirectories, directories reached through symlinks) and the directories
-// of files reached through symlinks. The watch on a version directory is
-// dropped as soon as the swap of ..data is seen, before the kubelet deletes
-// it. A --volume-dir that is itself a symlink re-pointed elsewhere is seen
-// only by the resync. When inotify instances or watches run out, one line
-// names the sysctl to raise and the affected volumes are polled; every poll
-// interval the watcher tries inotify again and logs when it is back. A
-// volume that does not exist yet is waited for, and one that is deleted is
-// waited for again. The poll ticker runs only while some volume needs it.
 package watcher
 
 import (
@@ -140,7 +44,19 @@ const (
 // unreadableHint says how to make an unreadable file readable.
 const unreadableHint = "set the pod's fsGroup, run hotreload as the file owner's runAsUser, or give the volume a defaultMode that lets group/others read"
 
-// subPathHint is what to do about a --volume-dir that is a file. The likely
+// DirError is a problem with one of Options.Dirs that New found. The
+// package names no command-line flag; a command that takes the directories
+// as a flag names it (hotreload's internal/config: --volume-dir).
+type DirError struct {
+	Dir string // as given
+	Err error
+}
+
+func (e *DirError) Error() string { return fmt.Sprintf("Dirs %q: %v", e.Dir, e.Err) }
+
+func (e *DirError) Unwrap() error { return e.Err }
+
+// subPathHint is what to do about a directory to watch that is a file. The likely
 // cause is a ConfigMap key mounted with subPath, which the kubelet never
 // updates: watching the directory that holds it would give a Ready pod that
 // never reloads (seen in a real pod), so the hint says what works.
@@ -245,8 +161,9 @@ type volume struct {
 	seen atomic.Pointer[string] // ..data's target when the last hash started, nil if none
 }
 
-// New returns a Watcher for opts. It fails, with one line naming the flag,
-// if no directory is given or a path exists but is not a directory; a
+// New returns a Watcher for opts. It fails, with one line naming the
+// option (a *DirError for a directory), if no directory is given or a path
+// exists but is not a directory; a
 // directory that does not exist yet is not an error. logger may be nil; reg
 // may be nil, then the metrics are not registered.
 func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, error) {
@@ -254,26 +171,26 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		logger = log.NewNopLogger()
 	}
 	if len(opts.Dirs) == 0 {
-		return nil, errors.New("--volume-dir: at least one directory is required")
+		return nil, errors.New("Dirs: at least one directory is required")
 	}
 	if opts.ResyncInterval < 0 {
-		return nil, fmt.Errorf("--resync-interval %s: must not be negative", opts.ResyncInterval)
+		return nil, fmt.Errorf("ResyncInterval %s: must not be negative", opts.ResyncInterval)
 	}
 	if opts.PollInterval < 0 {
-		return nil, fmt.Errorf("--poll-interval %s: must not be negative", opts.PollInterval)
+		return nil, fmt.Errorf("PollInterval %s: must not be negative", opts.PollInterval)
 	}
 	var dirs []string
 	seen := make(map[string]bool)
 	for _, d := range opts.Dirs {
 		if d == "" {
-			return nil, errors.New("--volume-dir: must not be empty")
+			return nil, &DirError{Dir: d, Err: errors.New("must not be empty")}
 		}
 		info, err := os.Stat(d)
 		switch {
 		case err == nil && !info.IsDir():
-			return nil, fmt.Errorf("--volume-dir %s: %w: "+subPathHint, d, errNotDir)
+			return nil, &DirError{Dir: d, Err: fmt.Errorf("%w: "+subPathHint, errNotDir)}
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("--volume-dir %s: %w", d, err)
+			return nil, &DirError{Dir: d, Err: err}
 		}
 		if c := filepath.Clean(d); !seen[c] {
 			seen[c] = true

@@ -24,7 +24,6 @@ import (
 	"github.com/hotreload/hotreload/internal/web"
 	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/reloader"
-	"github.com/hotreload/hotreload/watcher"
 )
 
 func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -47,12 +46,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	)
 	version.Register(reg)
 
-	w, err := watcher.New(logger, reg, watcher.Options{
-		Dirs:           cfg.VolumeDirs,
-		ResyncInterval: cfg.ResyncInterval,
-		PollInterval:   cfg.PollInterval,
-		Poll:           cfg.Poll,
-	})
+	w, err := config.NewWatcher(logger, reg, cfg)
 	if err != nil {
 		return badInput(stderr, err)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -90,5 +91,23 @@ func TestWebhookTargetProbesAndUnwraps(t *testing.T) {
 	}
 	if err := targets[0].Notify(context.Background()); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("Notify = %v, want an error that is ECONNREFUSED", err)
+	}
+}
+
+// TestNewWatcherNamesTheFlag: the watcher's error about a directory names
+// the flag it came from, in one line, with the hint for a subPath mount.
+func TestNewWatcherNamesTheFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "app.conf")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]string{"--volume-dir=" + file, "--webhook-url=http://127.0.0.1:1/"}, "test", io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewWatcher(nil, nil, cfg)
+	want := "--volume-dir " + file + ": is a file, not a directory: a subPath mount never updates: mount the whole volume into hotreload's container (no subPath) and give its mount path"
+	if err == nil || err.Error() != want {
+		t.Fatalf("NewWatcher: %v\nwant %s", err, want)
 	}
 }
