@@ -185,89 +185,17 @@ type walk struct {
 // hashOnce walks root once.
 func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	start := time.Now()
-	real, err := filepath.EvalSymlinks(root)
+	real, info, target, entries, err := readRoot(root, opts)
 	if err != nil {
-		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
+		return hashResult{}, err
 	}
-	info, err := os.Stat(real)
-	if err != nil {
-		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
-	}
-	if !info.IsDir() {
-		return hashResult{}, fmt.Errorf("hash %s: %w", root, errNotDir)
-	}
-	// ..data is read before the entries: if the kubelet swaps it during
-	// the walk, hash sees a different target afterwards and hashes again.
-	target, _ := os.Readlink(filepath.Join(real, dataLink))
-	if opts.seen != nil {
-		if target == "" {
-			opts.seen.Store(nil)
-		} else {
-			opts.seen.Store(&target)
-		}
-	}
-	entries, err := os.ReadDir(real)
-	if err != nil {
-		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
-	}
-
-	w := &walk{
-		visited:  make(map[fileID]string),
-		onPath:   make(map[fileID]bool),
-		dirs:     make(map[string]fileID),
-		fileDirs: make(map[string]bool),
-	}
-	rootID := idOf(real, info)
-	w.visited[rootID] = "."
-	w.onPath[rootID] = true
-	w.dirs[real] = rootID
+	w := newWalk(real, info)
 	res := hashResult{version: target, root: real}
 
 	// A kubelet volume: the version directory that ..data names is watched
 	// (the kubelet never writes into it, but someone else might), and its
 	// top-level entries are compared with the visible ones below.
-	var dataDir string
-	var dataNames []string
-	var dataEntries []os.DirEntry
-	if target != "" {
-		dir := target
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(real, dir)
-		}
-		var names []os.DirEntry
-		var dirInfo os.FileInfo
-		if plainName(target) {
-			// The kubelet's form: real is resolved already, so dir is
-			// resolved unless it is a symlink itself.
-			dirInfo, err = os.Lstat(dir)
-		}
-		if !plainName(target) || err != nil || dirInfo.Mode()&fs.ModeSymlink != 0 {
-			dir, err = filepath.EvalSymlinks(dir)
-			if err == nil {
-				dirInfo, err = os.Stat(dir)
-			}
-		}
-		if err == nil && !dirInfo.IsDir() {
-			err = errNotDir
-		}
-		if err == nil {
-			names, err = os.ReadDir(dir)
-		}
-		if err != nil {
-			res.broken = fmt.Sprintf("..data names no directory (%s)", target)
-		} else {
-			w.dirs[dir] = idOf(dir, dirInfo)
-			dataDir = dir
-			dataEntries = names
-			w.dataDir = dir
-			w.dataChanged = dirInfo.ModTime()
-			for _, e := range names {
-				if !hidden(e.Name()) {
-					dataNames = append(dataNames, e.Name())
-				}
-			}
-		}
-	}
+	dataDir, dataNames, dataEntries := w.versionDir(real, target, &res)
 	if _, err := os.Lstat(filepath.Join(real, dataLink+"_tmp")); err == nil {
 		res.partial = "..data_tmp exists: a swap is under way"
 		if opts.lazy {
@@ -278,8 +206,130 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 		}
 	}
 
-	visible := make(map[string]bool)
-	dangling := 0
+	visible, dangling := w.visitEntries(real, dataDir, entries, &res)
+	if res.partial == "" {
+		for _, name := range dataNames {
+			if !visible[name] {
+				res.partial = fmt.Sprintf("item %s has no visible link yet", name)
+				break
+			}
+		}
+	}
+	if res.broken == "" && len(visible) > 0 && dangling == len(visible) {
+		res.broken = "every visible entry dangles"
+	}
+	w.watchFileDirs()
+
+	if opts.lazy && (res.partial != "" || res.broken != "") {
+		res.dirs = w.dirs
+		res.skipped = true
+		return res, nil
+	}
+	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir, opts.cache, start)
+	if res.partial == "" && res.broken == "" {
+		res.partial = w.unsettled(real, dataDir, entries, dataEntries)
+	}
+	res.dirs = w.dirs
+	res.problems = w.problems
+	return res, nil
+}
+
+// readRoot resolves root, reads where ..data points (before the entries: if
+// the kubelet swaps it during the walk, hash sees a different target
+// afterwards and hashes again) and lists root.
+func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target string, entries []os.DirEntry, err error) {
+	real, err = filepath.EvalSymlinks(root)
+	if err == nil {
+		info, err = os.Stat(real)
+	}
+	if err == nil && !info.IsDir() {
+		err = errNotDir
+	}
+	if err != nil {
+		return "", nil, "", nil, fmt.Errorf("hash %s: %w", root, err)
+	}
+	target, _ = os.Readlink(filepath.Join(real, dataLink))
+	if opts.seen != nil {
+		if target == "" {
+			opts.seen.Store(nil)
+		} else {
+			opts.seen.Store(&target)
+		}
+	}
+	entries, err = os.ReadDir(real)
+	if err != nil {
+		return "", nil, "", nil, fmt.Errorf("hash %s: %w", root, err)
+	}
+	return real, info, target, entries, nil
+}
+
+func newWalk(real string, info os.FileInfo) *walk {
+	w := &walk{
+		visited:  make(map[fileID]string),
+		onPath:   make(map[fileID]bool),
+		dirs:     make(map[string]fileID),
+		fileDirs: make(map[string]bool),
+	}
+	rootID := idOf(real, info)
+	w.visited[rootID] = "."
+	w.onPath[rootID] = true
+	w.dirs[real] = rootID
+	return w
+}
+
+// versionDir resolves the version directory that ..data (target) names,
+// watches it and lists it. It returns "" and records the volume as broken
+// if target names no directory, and "" alone if there is no ..data.
+func (w *walk) versionDir(real, target string, res *hashResult) (dir string, names []string, entries []os.DirEntry) {
+	if target == "" {
+		return "", nil, nil
+	}
+	dir = target
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(real, dir)
+	}
+	var (
+		dirInfo os.FileInfo
+		err     error
+	)
+	if plainName(target) {
+		// The kubelet's form: real is resolved already, so dir is
+		// resolved unless it is a symlink itself.
+		dirInfo, err = os.Lstat(dir)
+	}
+	if !plainName(target) || err != nil || dirInfo.Mode()&fs.ModeSymlink != 0 {
+		dir, err = filepath.EvalSymlinks(dir)
+		if err == nil {
+			dirInfo, err = os.Stat(dir)
+		}
+	}
+	if err == nil && !dirInfo.IsDir() {
+		err = errNotDir
+	}
+	if err == nil {
+		entries, err = os.ReadDir(dir)
+	}
+	if err != nil {
+		res.broken = fmt.Sprintf("..data names no directory (%s)", target)
+		return "", nil, nil
+	}
+	w.dirs[dir] = idOf(dir, dirInfo)
+	w.dataDir = dir
+	w.dataChanged = dirInfo.ModTime()
+	for _, e := range entries {
+		if !hidden(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return dir, names, entries
+}
+
+// visitEntries walks root's visible entries, resolving the kubelet's links
+// through dataDir as the app would. It returns the visible names and how
+// many of them dangle, and records a link to a vanished item as a moment of
+// an update.
+func (w *walk) visitEntries(real, dataDir string, entries []os.DirEntry, res *hashResult) (visible map[string]bool, dangling int) {
+	visible = make(map[string]bool)
 	for _, e := range entries {
 		name := e.Name()
 		if hidden(name) {
@@ -330,18 +380,12 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 		}
 		w.visit(name, p)
 	}
-	if res.partial == "" {
-		for _, name := range dataNames {
-			if !visible[name] {
-				res.partial = fmt.Sprintf("item %s has no visible link yet", name)
-				break
-			}
-		}
-	}
-	if res.broken == "" && len(visible) > 0 && dangling == len(visible) {
-		res.broken = "every visible entry dangles"
-	}
+	return visible, dangling
+}
 
+// watchFileDirs adds to the directories to watch those of files reached
+// through symlinks.
+func (w *walk) watchFileDirs() {
 	for d := range w.fileDirs {
 		if _, ok := w.dirs[d]; ok {
 			continue
@@ -350,33 +394,28 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 			w.dirs[d] = idOf(d, info)
 		}
 	}
+}
 
-	if opts.lazy && (res.partial != "" || res.broken != "") {
-		res.dirs = w.dirs
-		res.skipped = true
-		return res, nil
-	}
-	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir, opts.cache, start)
+// unsettled returns why the files just read may not be a state of the
+// volume that an app could read whole, or "" if they are.
+func (w *walk) unsettled(real, dataDir string, entries, dataEntries []os.DirEntry) string {
 	switch {
-	case res.partial != "" || res.broken != "":
 	case w.vanished:
-		res.partial = reasonVanished
+		return reasonVanished
 	case w.emptyDir != "":
-		res.partial = fmt.Sprintf("directory %s of the version that ..data names is empty (the kubelet makes directories only for items: an rm -rf is under way)", w.emptyDir)
+		return fmt.Sprintf("directory %s of the version that ..data names is empty (the kubelet makes directories only for items: an rm -rf is under way)", w.emptyDir)
 	case dataDir != "" && w.dataChanged.After(changeTime(filepath.Join(real, dataLink))):
 		// The kubelet fills a version directory before it renames ..data
 		// to name it (which sets the link's change time), and never
 		// touches it again.
-		res.partial = "the version directory that ..data names changed after ..data was swapped to it (the kubelet never does that)"
+		return "the version directory that ..data names changed after ..data was swapped to it (the kubelet never does that)"
 	case !sameNames(real, entries) || (dataDir != "" && !sameNames(dataDir, dataEntries)):
 		// Read again after the files: a writer (an rm -rf, a script) was
 		// at work during the walk, and the files read may be a mix that
 		// no state of the volume ever held.
-		res.partial = reasonStale
+		return reasonStale
 	}
-	res.dirs = w.dirs
-	res.problems = w.problems
-	return res, nil
+	return ""
 }
 
 // plainName reports whether target (of ..data) is one name in the same
