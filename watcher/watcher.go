@@ -258,30 +258,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.vctx = vctx
 	w.stop = stop
 	var readers sync.WaitGroup
-	defer func() {
-		w.mu.Lock()
-		fsw := w.fsw
-		w.mu.Unlock()
-		if fsw != nil {
-			fsw.Close()
-		}
-		readers.Wait()
-		w.watchedDirs.Set(0)
-	}()
+	defer w.closeInotify(&readers)
 	// The volumes exist before the event reader starts: it reads w.vols.
-	for i, d := range w.dirs {
-		w.vols = append(w.vols, &volume{
-			idx:     i,
-			dir:     d,
-			path:    filepath.Clean(d),
-			kick:    make(chan struct{}, 1),
-			hash:    emptyHash,
-			watches: make(map[string]fileID),
-			logged:  make(map[string]bool),
-		})
-		// Owned by its first hash below, before any event can mark it.
-		w.vols[i].running.Store(true)
-	}
+	w.newVolumes()
 	if !w.poll {
 		w.startInotify(&readers, true)
 	}
@@ -292,17 +271,41 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 	}
 
+	defer w.stopVolumes() // before the inotify watcher is closed
+	w.hashInitial()
+	if ctx.Err() != nil {
+		return nil
+	}
+	w.ready.Store(true)
+	level.Debug(w.logger).Log("msg", "watcher ready", "dirs", len(w.vols))
+	w.loop(ctx, &readers)
+	return nil
+}
+
+// newVolumes makes the state of every directory, each owned by its first
+// hash, before any event can mark it.
+func (w *Watcher) newVolumes() {
+	for i, d := range w.dirs {
+		w.vols = append(w.vols, &volume{
+			idx:     i,
+			dir:     d,
+			path:    filepath.Clean(d),
+			kick:    make(chan struct{}, 1),
+			hash:    emptyHash,
+			watches: make(map[string]fileID),
+			logged:  make(map[string]bool),
+		})
+		w.vols[i].running.Store(true)
+	}
+}
+
+// hashInitial hashes every volume once, without reporting a change, and
+// returns when all are done; each volume's goroutine then goes on to serve
+// its events. The first hashes run a few at a time, so that the peak of
+// their buffers stays small: nothing is reported before all are done anyway.
+func (w *Watcher) hashInitial() {
 	var initial sync.WaitGroup
-	defer func() {
-		w.stopRunners()
-		w.runners.Wait() // before the inotify watcher is closed
-		for _, v := range w.vols {
-			v.stopSettle()
-		}
-	}()
 	initial.Add(len(w.vols))
-	// The first hashes run a few at a time, so that the peak of their
-	// buffers stays small; nothing is reported before all are done anyway.
 	slots := make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	for _, v := range w.vols {
 		w.runners.Add(1)
@@ -316,12 +319,33 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}()
 	}
 	initial.Wait()
-	if ctx.Err() != nil {
-		return nil
-	}
-	w.ready.Store(true)
-	level.Debug(w.logger).Log("msg", "watcher ready", "dirs", len(w.vols))
+}
 
+// stopVolumes stops the volumes' goroutines and their settle timers.
+func (w *Watcher) stopVolumes() {
+	w.stopRunners()
+	w.runners.Wait()
+	for _, v := range w.vols {
+		v.stopSettle()
+	}
+}
+
+// closeInotify closes the inotify watcher and waits for its event readers.
+func (w *Watcher) closeInotify(readers *sync.WaitGroup) {
+	w.mu.Lock()
+	fsw := w.fsw
+	w.mu.Unlock()
+	if fsw != nil {
+		fsw.Close()
+	}
+	readers.Wait()
+	w.watchedDirs.Set(0)
+}
+
+// loop marks volumes for the resync and the poll until ctx is done. The
+// poll ticker runs only while some volume is polled, missing or
+// incomplete, or inotify is to be tried again.
+func (w *Watcher) loop(ctx context.Context, readers *sync.WaitGroup) {
 	var resync <-chan time.Time
 	if w.resync > 0 {
 		t := time.NewTicker(w.resync)
@@ -355,7 +379,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-w.wake:
 		case <-resync:
 			for _, v := range w.vols {
@@ -363,7 +387,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 				w.mark(v)
 			}
 		case <-tick:
-			if !w.poll && w.inotify() == nil && w.startInotify(&readers, false) {
+			if !w.poll && w.inotify() == nil && w.startInotify(readers, false) {
 				for _, v := range w.vols {
 					w.mark(v) // each adds its watches
 				}
