@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/controller"
 	"github.com/hotreload/hotreload/controller/config"
 	"github.com/hotreload/hotreload/internal/version"
@@ -39,7 +40,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
-	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	logger := cli.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	// client-go logs through klog: send it to the same logger.
 	klog.SetLogger(klogLogger(log.With(logger, "component", "client-go")))
 
@@ -96,7 +97,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		"api", restConfig.Host, "namespaces", namespaces, "leader_elect", cfg.LeaderElect)
 
 	var g run.Group
-	g.Add(until(func(ctx context.Context) error {
+	g.Add(cli.Until(func(ctx context.Context) error {
 		sig := make(chan os.Signal, 1)
 		ossignal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 		defer ossignal.Stop(sig)
@@ -107,8 +108,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	}))
-	g.Add(until(c.Run))
-	g.Add(until(srv.Run))
+	g.Add(cli.Until(c.Run))
+	g.Add(cli.Until(srv.Run))
 	if err := g.Run(); err != nil {
 		level.Error(logger).Log("msg", "exiting", "err", err)
 		return 1
@@ -155,22 +156,4 @@ func protobuf(rc *rest.Config) *rest.Config {
 func badInput(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "hotreload-controller: error: %v\n", err)
 	return 2
-}
-
-// until adapts a Run(ctx) function to a run.Group actor that is interrupted
-// by cancelling its context.
-func until(f func(context.Context) error) (func() error, func(error)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	return func() error { return f(ctx) }, func(error) { cancel() }
-}
-
-func newLogger(w io.Writer, format, lvl string) log.Logger {
-	var logger log.Logger
-	if format == "json" {
-		logger = log.NewJSONLogger(log.NewSyncWriter(w))
-	} else {
-		logger = log.NewLogfmtLogger(log.NewSyncWriter(w))
-	}
-	logger = level.NewFilter(logger, level.Allow(level.ParseDefault(lvl, level.InfoValue())))
-	return log.With(logger, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller)
 }

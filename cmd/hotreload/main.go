@@ -13,12 +13,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/internal/config"
 	"github.com/hotreload/hotreload/internal/version"
 	"github.com/hotreload/hotreload/internal/web"
@@ -37,7 +37,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
-	logger := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	logger := cli.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -97,9 +97,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return err
 	}, stopSignal)
-	g.Add(until(w.Run))
-	g.Add(until(func(ctx context.Context) error { return r.Run(ctx, w.Changes()) }))
-	g.Add(until(srv.Run))
+	g.Add(cli.Until(w.Run))
+	g.Add(cli.Until(func(ctx context.Context) error { return r.Run(ctx, w.Changes()) }))
+	g.Add(cli.Until(srv.Run))
 	if err := g.Run(); err != nil {
 		level.Error(logger).Log("msg", "exiting", "err", err)
 		return 1
@@ -113,24 +113,4 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 func badInput(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "hotreload: error: %v\n", err)
 	return 2
-}
-
-// until adapts a Run(ctx) function to a run.Group actor that is interrupted
-// by cancelling its context.
-func until(f func(context.Context) error) (func() error, func(error)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	return func() error { return f(ctx) }, func(error) { cancel() }
-}
-
-func newLogger(w io.Writer, format, lvl string) log.Logger {
-	var logger log.Logger
-	if format == "json" {
-		logger = log.NewJSONLogger(log.NewSyncWriter(w))
-	} else {
-		logger = log.NewLogfmtLogger(log.NewSyncWriter(w))
-	}
-	// Filter first, then add ts and caller, so that the caller is the line
-	// that logged and not the filter.
-	logger = level.NewFilter(logger, level.Allow(level.ParseDefault(lvl, level.InfoValue())))
-	return log.With(logger, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller)
 }
