@@ -26,9 +26,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/controller"
 	"github.com/hotreload/hotreload/controller/config"
+	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/internal/version"
 	"github.com/hotreload/hotreload/internal/web"
 )
