@@ -52,7 +52,7 @@ type DirError struct {
 	Err error
 }
 
-func (e *DirError) Error() string { return fmt.Sprintf("Dirs %q: %v", e.Dir, e.Err) }
+func (e *DirError) Error() string { return fmt.Sprintf("option Dirs %q: %v", e.Dir, e.Err) }
 
 func (e *DirError) Unwrap() error { return e.Err }
 
@@ -171,13 +171,13 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		logger = log.NewNopLogger()
 	}
 	if len(opts.Dirs) == 0 {
-		return nil, errors.New("Dirs: at least one directory is required")
+		return nil, errors.New("option Dirs: at least one directory is required")
 	}
 	if opts.ResyncInterval < 0 {
-		return nil, fmt.Errorf("ResyncInterval %s: must not be negative", opts.ResyncInterval)
+		return nil, fmt.Errorf("option ResyncInterval %s: must not be negative", opts.ResyncInterval)
 	}
 	if opts.PollInterval < 0 {
-		return nil, fmt.Errorf("PollInterval %s: must not be negative", opts.PollInterval)
+		return nil, fmt.Errorf("option PollInterval %s: must not be negative", opts.PollInterval)
 	}
 	var dirs []string
 	seen := make(map[string]bool)

@@ -229,11 +229,11 @@ func TestNew(t *testing.T) {
 		opts    Options
 		wantErr string
 	}{
-		{"no dir", Options{}, "Dirs: at least one directory is required"},
-		{"empty dir", Options{Dirs: []string{""}}, `Dirs "": must not be empty`},
-		{"file", Options{Dirs: []string{dir, file}}, `Dirs "` + file + `": is a file, not a directory: ` + subPathHint},
-		{"negative resync", Options{Dirs: []string{dir}, ResyncInterval: -time.Second}, "ResyncInterval -1s: must not be negative"},
-		{"negative poll", Options{Dirs: []string{dir}, PollInterval: -time.Second}, "PollInterval -1s: must not be negative"},
+		{"no dir", Options{}, "option Dirs: at least one directory is required"},
+		{"empty dir", Options{Dirs: []string{""}}, `option Dirs "": must not be empty`},
+		{"file", Options{Dirs: []string{dir, file}}, `option Dirs "` + file + `": is a file, not a directory: ` + subPathHint},
+		{"negative resync", Options{Dirs: []string{dir}, ResyncInterval: -time.Second}, "option ResyncInterval -1s: must not be negative"},
+		{"negative poll", Options{Dirs: []string{dir}, PollInterval: -time.Second}, "option PollInterval -1s: must not be negative"},
 		{"existing dir", Options{Dirs: []string{dir}}, ""},
 		{"missing dir", Options{Dirs: []string{filepath.Join(dir, "not", "yet")}}, ""},
 		{"nil registry", Options{Dirs: []string{dir, dir + "/"}}, ""},
