@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	ossignal "os/signal"
 	"strings"
@@ -156,4 +157,10 @@ func protobuf(rc *rest.Config) *rest.Config {
 func badInput(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "hotreload-controller: error: %v\n", err)
 	return 2
+}
+
+// handler serves the controller's metrics and probes: /-/ready once the
+// caches have synced.
+func handler(reg *prometheus.Registry, telemetryPath string, ready func() bool) http.Handler {
+	return web.Mux("hotreload-controller", "the caches have not synced yet", reg, telemetryPath, ready)
 }

@@ -31,7 +31,7 @@ type Volume struct {
 // {"volumes":[{"dir":...,"hash":...,"delivered_at":...}]}). content may be
 // nil: then no volume is listed.
 func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, content func() []Volume) http.Handler {
-	mux := http.NewServeMux()
+	mux := Mux("hotreload", "a volume is not watched yet", reg, telemetryPath, ready)
 	mux.HandleFunc("GET /-/content", func(w http.ResponseWriter, r *http.Request) {
 		vols := []Volume{}
 		if content != nil {
@@ -44,20 +44,29 @@ func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, 
 			Volumes []Volume `json:"volumes"`
 		}{vols})
 	})
-	mux.Handle(telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "hotreload is healthy.")
-	})
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
-		if !ready() {
-			http.Error(w, "hotreload is not ready: a volume is not watched yet.", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "hotreload is ready.")
-	})
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<html><head><title>hotreload</title></head><body><h1>hotreload</h1><p><a href=%q>Metrics</a> · <a href="/-/healthy">Healthy</a> · <a href="/-/ready">Ready</a> · <a href="/-/content">Content</a></p></body></html>`+"\n", telemetryPath)
+	})
+	return mux
+}
+
+// Mux serves what every hotreload command serves: the metrics of reg at
+// telemetryPath, GET /-/healthy (200 while the process runs) and GET
+// /-/ready (200 once ready returns true; 503 before, saying notReady). name
+// is the command's, in the answers.
+func Mux(name, notReady string, reg *prometheus.Registry, telemetryPath string, ready func() bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle(telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, name+" is healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
+		if !ready() {
+			http.Error(w, name+" is not ready: "+notReady+".", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, name+" is ready.")
 	})
 	return mux
 }
