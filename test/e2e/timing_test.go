@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hotreload/hotreload/internal/poll"
 )
 
 // TestTiming prints how long a ConfigMap edit takes to reach the app, from
@@ -96,13 +98,16 @@ func timeEdit(t *testing.T, ns string, p testPod, timeout time.Duration, annotat
 			return 0
 		}
 	}
-	for deadline := start.Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if l, err := appConfig(p.appPort); err == nil && l.Files["/etc/config/edit"] == want {
-			return l.LoadedAt.Sub(start)
-		}
+	var took time.Duration
+	if !poll.Each(20*time.Millisecond, timeout, func() bool {
+		l, err := appConfig(p.appPort)
+		took = l.LoadedAt.Sub(start)
+		return err == nil && l.Files["/etc/config/edit"] == want
+	}) {
+		t.Errorf("app on :%d did not load edit %s within %s", p.appPort, want, timeout)
+		return 0
 	}
-	t.Errorf("app on :%d did not load edit %s within %s", p.appPort, want, timeout)
-	return 0
+	return took
 }
 
 func printTimes(t *testing.T, what string, took []time.Duration) {
