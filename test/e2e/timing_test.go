@@ -99,7 +99,7 @@ func timeEdit(t *testing.T, ns string, p testPod, timeout time.Duration, annotat
 		}
 	}
 	var took time.Duration
-	if !poll.Each(20*time.Millisecond, timeout, func() bool {
+	if !poll.Each(20*time.Millisecond, timeout-time.Since(start), func() bool {
 		l, err := appConfig(p.appPort)
 		took = l.LoadedAt.Sub(start)
 		return err == nil && l.Files["/etc/config/edit"] == want
