@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
 // newTestWebhook returns a Webhook for opts and closes its idle connections
@@ -98,21 +100,6 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// closedAddr returns the address of a listener that is already closed:
-// connecting to it is refused.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 func TestNewWebhookValidation(t *testing.T) {
@@ -564,7 +551,7 @@ func TestNotifyContextCanceled(t *testing.T) {
 }
 
 func TestNotifyConnectionRefused(t *testing.T) {
-	addr := closedAddr(t)
+	addr := e2etest.FreeAddr(t)
 	w := newTestWebhook(t, WebhookOptions{URL: "http://" + addr + "/-/reload"})
 	err := w.Notify(t.Context())
 	want := "POST http://" + addr + "/-/reload: connection refused"
@@ -725,7 +712,7 @@ func TestNoCredentialInNamesOrErrors(t *testing.T) {
 		{name: "status with the secrets echoed", host: host, path: "/echo", wantErr: "status 403, want 200: denied"},
 		{name: "redirect", host: host, path: "/redirect", wantErr: "redirected to"},
 		{name: "timeout", host: host, path: "/hang", timeout: 100 * time.Millisecond, wantErr: "timed out"},
-		{name: "connection refused", host: closedAddr(t), path: "/echo", wantErr: "connection refused"},
+		{name: "connection refused", host: e2etest.FreeAddr(t), path: "/echo", wantErr: "connection refused"},
 		{name: "https to an http server", scheme: "https", host: host, path: "/echo", wantErr: "HTTP response to HTTPS client"},
 	}
 	for authName, opts := range auths {

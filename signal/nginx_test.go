@@ -5,7 +5,6 @@ package signal
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,7 +51,7 @@ func testNginx(t *testing.T, h *harness) {
 		e2etest.SkipOrFail(t, "nginx as the root of a user namespace without other uids cannot start its workers under another user")
 	}
 	prefix := t.TempDir()
-	addr := freeAddr(t)
+	addr := e2etest.FreeAddr(t)
 	server := func(body string) string {
 		return fmt.Sprintf("server {\n    listen %s;\n    location = /version { default_type text/plain; %s }\n}\n", addr, body)
 	}
@@ -133,18 +132,4 @@ func testNginx(t *testing.T, h *harness) {
 
 	writeServer(server(`return 200 "v3\n";`))
 	reload("v3")
-}
-
-// freeAddr returns a 127.0.0.1 address that nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }

@@ -181,7 +181,7 @@ func startNginx(t *testing.T, path string) *nginx {
 	if err := os.MkdirAll(filepath.Join(prefix, "logs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ng := &nginx{t: t, vol: kubelet.New(filepath.Join(dir, "vol")), addr: freeAddr(t)}
+	ng := &nginx{t: t, vol: kubelet.New(filepath.Join(dir, "vol")), addr: e2etest.FreeAddr(t)}
 	ng.url = "http://" + ng.addr + "/version"
 	e2etest.Write(t, ng.vol, true, ng.payload("v1"))
 	conf := filepath.Join(prefix, "nginx.conf")

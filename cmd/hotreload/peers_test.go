@@ -16,7 +16,6 @@ package main_test
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -145,17 +144,6 @@ func (p *peer) mustRun() {
 	if !p.Running() {
 		p.tb.Fatalf("%s exited: %v", p.name, p.cmd.ProcessState)
 	}
-}
-
-// freeAddr returns 127.0.0.1:port with a port that was free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("listen: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // fixture renders testdata/peers/name as a text/template with data.

@@ -145,7 +145,7 @@ func testWebhookPeer(t *testing.T, app webhookPeer) {
 	path := requirePeer(t, app.name, "/usr/bin", app.pkg)
 	dir := t.TempDir()
 	vol := kubelet.New(filepath.Join(dir, "vol"))
-	addr := freeAddr(t)
+	addr := e2etest.FreeAddr(t)
 	base := "http://" + addr
 	data := map[string]string{"Self": addr} // and, from stage 2 on, "Hotreload": its address
 	write := func(changed bool, stage string) {

@@ -15,6 +15,7 @@
 package e2etest
 
 import (
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -109,4 +110,19 @@ func SkipOrFail(tb testing.TB, format string, args ...any) {
 // Indent indents every line of s by a tab, for output quoted in a test log.
 func Indent(s string) string {
 	return "\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
+}
+
+// FreeAddr returns 127.0.0.1:port with a port that nothing listened on a
+// moment ago: a server can take it, and a connection to it is refused.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return addr
 }
