@@ -15,6 +15,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+source "$here/cluster/host.sh"
 version=${E2E_KUBE_VERSION:-1.33.13}
 cache=${E2E_CACHE:-/var/cache/hotreload-e2e}
 export E2E_STATE=${E2E_STATE:-/tmp/hotreload-e2e}
@@ -49,8 +50,7 @@ command -v kubectl >/dev/null || export PATH=$E2E_KUBE_BIN:$PATH # kube-binaries
 # host_state prints what the cluster changes on the host outside its state
 # directory, so that the run can check that down.sh undid all of it.
 host_state() {
-	sysctl -e vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
-		kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+	sysctl -e "${kubelet_sysctls[@]}"
 	local ipt t
 	for ipt in iptables ip6tables; do
 		command -v $ipt >/dev/null || continue

@@ -18,6 +18,7 @@
 # image archives in $E2E_STATE/../images (run.sh provides both).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/host.sh"
 : "${E2E_STATE:?}" "${E2E_KUBE_BIN:?}" "${E2E_IMAGES:?}"
 st=$E2E_STATE
 node=${E2E_NODE:-localhost}
@@ -58,8 +59,7 @@ done
 mkdir -p "$st"/{logs,pids,containerd,runc,kubelet,pod-logs,volume-plugins,cni/net.d,cni/bin}
 
 # Host state the kubelet changes, saved for down.sh before anything runs.
-sysctl -e vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
-	kernel.keys.root_maxkeys kernel.keys.root_maxbytes >"$st/sysctl.saved"
+sysctl -e "${kubelet_sysctls[@]}" >"$st/sysctl.saved"
 [ -d /var/log/containers ] || touch "$st/created-var-log-containers"
 : >"$st/iptables-clean"
 for ipt in iptables ip6tables; do
