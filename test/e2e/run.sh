@@ -13,6 +13,9 @@
 #   E2E_RUN           a -run pattern for the suite
 #   E2E_KEEP_STATE=1  keep the state directory (logs) after the run
 set -euo pipefail
+die() { echo "make e2e: $*" >&2; exit 1; }
+# First, before anything that a user who is not root may not be allowed to do.
+[ "$(id -u)" = 0 ] || die "needs root: it runs containerd and a kubelet, and changes cgroups and iptables (run: sudo make e2e)"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$here/cluster/host.sh"
@@ -23,8 +26,6 @@ export E2E_KUBE_BIN=$cache/kube/v$version
 export E2E_IMAGES=$E2E_STATE/images
 export E2E_NODE=localhost
 
-die() { echo "make e2e: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || die "needs root: it runs containerd and a kubelet, and changes cgroups and iptables (run: sudo make e2e)"
 [ "$(uname -s)" = Linux ] || die "needs Linux"
 if [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
 	die "needs cgroups (v1 with the memory controller, or v2) mounted at /sys/fs/cgroup"

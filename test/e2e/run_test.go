@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,8 +13,27 @@ import (
 func TestRunNeedsRoot(t *testing.T) {
 	cmd := exec.Command("bash", "run.sh")
 	if os.Geteuid() == 0 {
-		// Drop to nobody, as a contributor without root would run it.
-		cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash", "run.sh")
+		// Drop to nobody, as a contributor without root would run it, on a
+		// copy of the script in a directory nobody may read (the clone may
+		// sit in one only root can enter).
+		script, err := os.ReadFile("run.sh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp("", "run-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copied := filepath.Join(dir, "run.sh")
+		if err := os.WriteFile(copied, script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash", copied)
+		cmd.Dir = dir
 	}
 	out, err := cmd.CombinedOutput()
 	if err == nil {
