@@ -65,7 +65,7 @@ func BenchmarkIdle(b *testing.B) {
 	for _, n := range []int{10, 300} {
 		b.Run(fmt.Sprintf("volumes=%d", n), func(b *testing.B) {
 			a := newApp(b)
-			_, dirs := volumes(b, n, 2)
+			vols, dirs := volumes(b, n, 2)
 			h := startHotreload(b, hr, a.url(), dirs)
 			f := startFloor(b, fl, a.url(), dirs)
 			idle := 3 * time.Second
@@ -114,6 +114,23 @@ func BenchmarkIdle(b *testing.B) {
 				k("go_memstats_stack_inuse_bytes"), g["go_goroutines"], k("go_memstats_stack_inuse_bytes")/g["go_goroutines"],
 				k("go_memstats_mspan_inuse_bytes"), k("go_memstats_mcache_inuse_bytes"), k("go_memstats_gc_sys_bytes"), k("go_memstats_buck_hash_sys_bytes"), k("go_memstats_other_sys_bytes"), k("go_memstats_sys_bytes"))
 			cost("first scrape of /metrics (the collectors), %d volumes: VmRSS %.0f -> %.0f KiB (+%.0f)", n, before, after, after-before)
+
+			// Serving: what a pod's life maps back in after start-up (a
+			// change delivered, probes, a second scrape): the code those
+			// run was unmapped with the rest of start-up's.
+			if _, err := vols[0].Write(payload(2, 0, 1)); err != nil {
+				b.Fatal(err)
+			}
+			a.waitCount(b, 1)
+			for _, path := range []string{"/-/healthy", "/-/ready", "/-/healthy"} {
+				h.get(path)
+			}
+			h.metrics()
+			time.Sleep(time.Second) // the delivery's last log line and metrics
+			st := kib(b, fmt.Sprintf("/proc/%d/status", h.pid()))
+			cost("idle RSS after a change, probes and a second scrape, %d volumes, hotreload: VmRSS %.2f MB = anonymous %.2f + file-backed %.2f MB",
+				n, mb(st["VmRSS"]), mb(st["RssAnon"]), mb(st["RssFile"]))
+			b.ReportMetric(mb(st["VmRSS"]), "serving-MB")
 		})
 	}
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package footprint
+
+func unmapBinary() (uint64, error) { return 0, nil }
+
+func resident() (rss, file uint64) { return 0, 0 }
