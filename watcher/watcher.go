@@ -841,8 +841,16 @@ func (w *Watcher) watchVersion(v *volume) {
 		return
 	}
 	if target, err := os.Readlink(filepath.Join(v.path, dataLink)); err == nil && plainName(target) && v.root != "" {
-		if _, ok := v.watches[filepath.Join(v.root, target)]; ok {
-			return // watched already (if the root moved, the hash finds out)
+		// The kubelet's form, with the root resolved by the last hash:
+		// the version directory is resolved unless it is a symlink itself
+		// (if the root moved, the hash finds out).
+		dir := filepath.Join(v.root, target)
+		if _, ok := v.watches[dir]; ok {
+			return // watched already
+		}
+		if info, err := os.Lstat(dir); err == nil && info.IsDir() {
+			w.updateWatches(v, map[string]fileID{dir: idOf(dir, info)}, true)
+			return
 		}
 	}
 	dir, err := filepath.EvalSymlinks(filepath.Join(v.path, dataLink))
