@@ -11,13 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-logfmt/logfmt"
+	"github.com/prometheus/procfs"
 
 	"github.com/hotreload/hotreload/internal/poll"
 )
@@ -319,32 +319,18 @@ type Memory struct {
 
 // Memory reads the process's memory use.
 func (p *Process) Memory() (Memory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	proc, err := procfs.NewProc(p.Pid())
 	if err != nil {
 		return Memory{}, err
 	}
-	var m Memory
-	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File}
-	for _, line := range strings.Split(string(b), "\n") {
-		key, val, ok := strings.Cut(line, ":")
-		dst := fields[key]
-		if !ok || dst == nil {
-			continue
-		}
-		f := strings.Fields(val) // "10740 kB"
-		if len(f) != 2 || f[1] != "kB" {
-			return Memory{}, fmt.Errorf("parse %q", line)
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return Memory{}, fmt.Errorf("parse %s: %w", key, err)
-		}
-		*dst = n << 10
+	s, err := proc.NewStatus()
+	if err != nil {
+		return Memory{}, err
 	}
-	if m.RSS == 0 {
+	if s.VmRSS == 0 {
 		return Memory{}, errors.New("no VmRSS in /proc status")
 	}
-	return m, nil
+	return Memory{RSS: int64(s.VmRSS), HWM: int64(s.VmHWM), Anon: int64(s.RssAnon), File: int64(s.RssFile)}, nil
 }
 
 // FiredMsg is the reloader's log message for each reload it starts.

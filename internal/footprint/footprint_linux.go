@@ -1,13 +1,9 @@
 package footprint
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,75 +11,52 @@ import (
 // executable that cannot be written (code, read-only data) and returns how
 // many bytes those mappings span.
 func unmapBinary() (uint64, error) {
-	exe, err := os.Readlink("/proc/self/exe")
+	self, err := procfs.Self()
+	if err != nil {
+		return 0, fmt.Errorf("find this process in /proc: %w", err)
+	}
+	exe, err := self.Executable()
 	if err != nil {
 		return 0, fmt.Errorf("find the executable: %w", err)
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	maps, err := self.ProcMaps()
 	if err != nil {
 		return 0, fmt.Errorf("read the mappings: %w", err)
 	}
 	var total uint64
-	for _, m := range readOnlyMappings(maps, exe) {
+	for _, m := range readOnly(maps, exe) {
 		// A raw system call: unix.Madvise wants the range as a []byte,
 		// which Go code may not make from an address it did not allocate.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(m.start), uintptr(m.end-m.start), unix.MADV_DONTNEED); errno != 0 {
-			return total, fmt.Errorf("madvise %x-%x: %w", m.start, m.end, errno)
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.StartAddr, m.EndAddr-m.StartAddr, unix.MADV_DONTNEED); errno != 0 {
+			return total, fmt.Errorf("madvise %x-%x: %w", m.StartAddr, m.EndAddr, errno)
 		}
-		total += m.end - m.start
+		total += uint64(m.EndAddr - m.StartAddr)
 	}
 	return total, nil
 }
 
-type mapping struct{ start, end uint64 }
-
-// readOnlyMappings returns the mappings of the file path in a
-// /proc/PID/maps listing that are private and not writable.
-func readOnlyMappings(maps []byte, path string) []mapping {
-	var out []mapping
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		// start-end perms offset dev inode path
-		f := strings.Fields(sc.Text())
-		if len(f) != 6 || f[5] != path || len(f[1]) != 4 || f[1][1] == 'w' || f[1][3] != 'p' {
-			continue
+// readOnly returns the mappings of the file path that are private and
+// not writable.
+func readOnly(maps []*procfs.ProcMap, path string) []*procfs.ProcMap {
+	var out []*procfs.ProcMap
+	for _, m := range maps {
+		if m.Pathname == path && m.Perms.Private && !m.Perms.Write && m.EndAddr > m.StartAddr {
+			out = append(out, m)
 		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		out = append(out, mapping{start, end})
 	}
 	return out
 }
 
-// resident returns VmRSS and RssFile of /proc/self/status in bytes (zero if
-// it cannot be read).
+// resident returns VmRSS and RssFile of this process in bytes (zero if
+// they cannot be read).
 func resident() (rss, file uint64) {
-	b, err := os.ReadFile("/proc/self/status")
+	self, err := procfs.Self()
 	if err != nil {
 		return 0, 0
 	}
-	for line := range strings.Lines(string(b)) {
-		name, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "VmRSS":
-			rss = kb << 10
-		case "RssFile":
-			file = kb << 10
-		}
+	s, err := self.NewStatus()
+	if err != nil {
+		return 0, 0
 	}
-	return rss, file
+	return s.VmRSS, s.RssFile
 }

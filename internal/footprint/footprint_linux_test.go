@@ -4,22 +4,30 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/prometheus/procfs"
 )
 
-func TestReadOnlyMappings(t *testing.T) {
-	maps := []byte(`00400000-0094d000 r-xp 00000000 fd:01 1234 /usr/bin/hotreload
-0094d000-00eef000 r--p 0054d000 fd:01 1234 /usr/bin/hotreload
-00ef1000-00f86000 rw-p 00af1000 fd:01 1234 /usr/bin/hotreload
-00f86000-00fab000 rw-p 00000000 00:00 0
-01000000-01001000 r--s 00000000 fd:01 1234 /usr/bin/hotreload
-7f0000000000-7f0000001000 r-xp 00000000 fd:01 99 /usr/bin/hotreload-other
-7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]
-7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0 [vdso]
-`)
-	got := readOnlyMappings(maps, "/usr/bin/hotreload")
-	want := []mapping{{0x400000, 0x94d000}, {0x94d000, 0xeef000}}
-	if !slices.Equal(got, want) {
-		t.Errorf("readOnlyMappings = %x, want %x (code and read-only data of that file only: not its data, not a shared mapping, not another file)", got, want)
+func TestReadOnly(t *testing.T) {
+	const exe = "/usr/bin/hotreload"
+	mapping := func(start, end uintptr, perms string, path string) *procfs.ProcMap {
+		return &procfs.ProcMap{StartAddr: start, EndAddr: end, Pathname: path, Perms: &procfs.ProcMapPermissions{
+			Read: perms[0] == 'r', Write: perms[1] == 'w', Execute: perms[2] == 'x', Shared: perms[3] == 's', Private: perms[3] == 'p',
+		}}
+	}
+	code := mapping(0x400000, 0x94d000, "r-xp", exe)
+	rodata := mapping(0x94d000, 0xeef000, "r--p", exe)
+	maps := []*procfs.ProcMap{
+		code, rodata,
+		mapping(0xef1000, 0xf86000, "rw-p", exe), // its data
+		mapping(0xf86000, 0xfab000, "rw-p", ""),
+		mapping(0x1000000, 0x1001000, "r--s", exe),                    // shared
+		mapping(0x7f0000000000, 0x7f0000001000, "r-xp", exe+"-other"), // another file
+		mapping(0x7ffd00000000, 0x7ffd00021000, "rw-p", "[stack]"),
+		mapping(0x7ffd00100000, 0x7ffd00102000, "r-xp", "[vdso]"),
+	}
+	if got, want := readOnly(maps, exe), []*procfs.ProcMap{code, rodata}; !slices.Equal(got, want) {
+		t.Errorf("readOnly = %v, want %v (code and read-only data of that file only: not its data, not a shared mapping, not another file)", got, want)
 	}
 }
 
