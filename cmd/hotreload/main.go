@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
-
 	"github.com/go-kit/log/level"
 	"github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +68,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		Initial:       w.Initial,
 		State:         state,
 	})
-	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, func() bool { return w.Ready() && r.Ready() }, func() []web.Volume {
+	// Ready: every volume hashed, and the content at start known.
+	ready := func() bool { return w.Ready() && r.Ready() }
+	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, ready, func() []web.Volume {
 		var vols []web.Volume
 		for _, d := range r.Content() {
 			vols = append(vols, web.Volume{Dir: d.Dir, Hash: reloader.ShortHash(d.Hash), DeliveredAt: d.At})
@@ -105,7 +106,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	g.Add(cli.Until(func(ctx context.Context) error { return r.Run(ctx, w.Changes()) }))
 	g.Add(cli.Until(srv.Run))
 	g.Add(cli.Until(func(ctx context.Context) error {
-		releaseStartup(ctx, logger, func() bool { return w.Ready() && r.Ready() })
+		releaseStartup(ctx, logger, ready)
 		<-ctx.Done()
 		return nil
 	}))
@@ -117,8 +118,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// releaseStartup waits until start-up is over (every volume hashed, the
-// content at start known), then gives back to the kernel the memory that
+// releaseStartup waits until start-up is over (ready), then gives back to the kernel the memory that
 // only start-up used: see internal/footprint.
 func releaseStartup(ctx context.Context, logger log.Logger, ready func() bool) {
 	tick := time.NewTicker(50 * time.Millisecond)
