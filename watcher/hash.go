@@ -284,28 +284,7 @@ func (w *walk) versionDir(real, target string, res *hashResult) (dir string, nam
 	if target == "" {
 		return "", nil, nil
 	}
-	dir = target
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(real, dir)
-	}
-	var (
-		dirInfo os.FileInfo
-		err     error
-	)
-	if plainName(target) {
-		// The kubelet's form: real is resolved already, so dir is
-		// resolved unless it is a symlink itself.
-		dirInfo, err = os.Lstat(dir)
-	}
-	if !plainName(target) || err != nil || dirInfo.Mode()&fs.ModeSymlink != 0 {
-		dir, err = filepath.EvalSymlinks(dir)
-		if err == nil {
-			dirInfo, err = os.Stat(dir)
-		}
-	}
-	if err == nil && !dirInfo.IsDir() {
-		err = errNotDir
-	}
+	dir, dirInfo, err := resolveVersion(real, target)
 	if err == nil {
 		entries, err = os.ReadDir(dir)
 	}
@@ -416,6 +395,34 @@ func (w *walk) unsettled(real, dataDir string, entries, dataEntries []os.DirEntr
 		return reasonStale
 	}
 	return ""
+}
+
+// resolveVersion returns the real path and the stat of the directory that
+// ..data names (target) in the directory real, itself resolved. In the
+// kubelet's form (a plain name that is not a symlink itself) that takes one
+// lstat.
+func resolveVersion(real, target string) (string, os.FileInfo, error) {
+	dir := target
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(real, dir)
+	}
+	var (
+		info os.FileInfo
+		err  error
+	)
+	if plainName(target) {
+		info, err = os.Lstat(dir)
+	}
+	if !plainName(target) || err != nil || info.Mode()&fs.ModeSymlink != 0 {
+		dir, err = filepath.EvalSymlinks(dir)
+		if err == nil {
+			info, err = os.Stat(dir)
+		}
+	}
+	if err == nil && !info.IsDir() {
+		err = errNotDir
+	}
+	return dir, info, err
 }
 
 // plainName reports whether target (of ..data) is one name in the same

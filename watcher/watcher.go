@@ -840,28 +840,28 @@ func (w *Watcher) watchVersion(v *volume) {
 	if v.polling || w.inotify() == nil {
 		return
 	}
-	if target, err := os.Readlink(filepath.Join(v.path, dataLink)); err == nil && plainName(target) && v.root != "" {
-		// The kubelet's form, with the root resolved by the last hash:
-		// the version directory is resolved unless it is a symlink itself
-		// (if the root moved, the hash finds out).
-		dir := filepath.Join(v.root, target)
-		if _, ok := v.watches[dir]; ok {
+	target, err := os.Readlink(filepath.Join(v.path, dataLink))
+	if err != nil {
+		return
+	}
+	// The root as the last hash resolved it (if it moved since, the hash
+	// finds out), or as it is now before the first.
+	root := v.root
+	if plainName(target) && root != "" {
+		if _, ok := v.watches[filepath.Join(root, target)]; ok {
 			return // watched already
 		}
-		if info, err := os.Lstat(dir); err == nil && info.IsDir() {
-			w.updateWatches(v, map[string]fileID{dir: idOf(dir, info)}, true)
+	}
+	if root == "" {
+		if root, err = filepath.EvalSymlinks(v.path); err != nil {
 			return
 		}
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Join(v.path, dataLink))
+	dir, info, err := resolveVersion(root, target)
 	if err != nil {
 		return
 	}
 	if _, ok := v.watches[dir]; ok {
-		return
-	}
-	info, err := os.Stat(dir)
-	if err != nil || !info.IsDir() {
 		return
 	}
 	w.updateWatches(v, map[string]fileID{dir: idOf(dir, info)}, true)
