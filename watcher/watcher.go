@@ -102,6 +102,7 @@ type Watcher struct {
 	changesTotal prometheus.Counter
 	eventsTotal  prometheus.Counter
 	errorsTotal  prometheus.Counter
+	hashesTotal  prometheus.Counter
 	watchedDirs  prometheus.Gauge
 
 	// Set by Run before any goroutine starts; read-only afterwards.
@@ -121,6 +122,7 @@ type Watcher struct {
 	mu          sync.Mutex
 	fsw         *fsnotify.Watcher       // nil while inotify is not used
 	index       map[string]map[int]bool // inotify watch path -> volumes that hold it
+	first       map[string][32]byte     // the first hash of each volume whole at start (see Initial)
 	limitErr    error                   // the first "watch limit reached" error
 	limitLogged bool
 	stopped     bool // Run is returning: no runner starts
@@ -216,6 +218,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		addWatch: func(fsw *fsnotify.Watcher, path string) error { return fsw.Add(path) },
 		wake:     make(chan struct{}, 1),
 		index:    make(map[string]map[int]bool),
+		first:    make(map[string][32]byte),
 		changesTotal: f.NewCounter(prometheus.CounterOpts{
 			Name: "hotreload_changes_total",
 			Help: "Content changes detected in the watched directories.",
@@ -227,6 +230,10 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		errorsTotal: f.NewCounter(prometheus.CounterOpts{
 			Name: "hotreload_watch_errors_total",
 			Help: "Watch errors: unreadable entries, symlink loops, dangling links, broken volumes, event queue overflows, inotify failures.",
+		}),
+		hashesTotal: f.NewCounter(prometheus.CounterOpts{
+			Name: "hotreload_volume_hashes_total",
+			Help: "Walks of a volume that hash what an app sees (files whose stat is unchanged are not read again). A kubelet update costs one; a plain directory with new subdirectories, two.",
 		}),
 		watchedDirs: f.NewGauge(prometheus.GaugeOpts{
 			Name: "hotreload_watched_dirs",
@@ -314,6 +321,11 @@ func (w *Watcher) hashInitial() {
 			slots <- struct{}{}
 			w.refresh(w.vctx, v, true)
 			<-slots
+			if v.present && v.broken == "" {
+				w.mu.Lock()
+				w.first[v.dir] = v.hash
+				w.mu.Unlock()
+			}
 			initial.Done()
 			w.runVolume(v)
 		}()
@@ -729,7 +741,8 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 	// lasted long enough to be reported anyway.
 	lazy := !initial && (v.partialSince.IsZero() || time.Since(v.partialSince) < w.settle)
 	for attempt := 1; ; attempt++ {
-		w.watchVersion(v)
+		w.watchAhead(v)
+		w.hashesTotal.Inc()
 		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen})
 		if err != nil {
 			v.seen.Store(nil)
@@ -832,39 +845,49 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 	}
 }
 
-// watchVersion adds, before a hash, the inotify watch on the version
-// directory that ..data names, if v does not hold it yet: a directory first
-// watched after it was read must be read again (see refresh), which would
-// read every file of each new kubelet version twice.
-func (w *Watcher) watchVersion(v *volume) {
+// watchAhead adds, before a hash, the inotify watches on the volume's root
+// and on the version directory that ..data names, where v does not hold
+// them yet: a directory first watched after it was read must be read again
+// (see refresh), which would read every file of a volume twice at start and
+// of each new kubelet version on every update.
+func (w *Watcher) watchAhead(v *volume) {
 	if v.polling || w.inotify() == nil {
 		return
 	}
-	target, err := os.Readlink(filepath.Join(v.path, dataLink))
-	if err != nil {
-		return
-	}
+	target, _ := os.Readlink(filepath.Join(v.path, dataLink))
 	// The root as the last hash resolved it (if it moved since, the hash
 	// finds out), or as it is now before the first.
 	root := v.root
-	if plainName(target) && root != "" {
+	if root != "" && (target == "" || plainName(target)) {
 		if _, ok := v.watches[filepath.Join(root, target)]; ok {
-			return // watched already
+			return // watched already (the root itself if there is no ..data)
 		}
 	}
+	want := make(map[string]fileID, 2)
 	if root == "" {
+		var err error
 		if root, err = filepath.EvalSymlinks(v.path); err != nil {
 			return
 		}
+		info, err := os.Stat(root)
+		if err != nil || !info.IsDir() {
+			return
+		}
+		want[root] = idOf(root, info)
 	}
-	dir, info, err := resolveVersion(root, target)
-	if err != nil {
-		return
+	if target != "" {
+		if dir, info, err := resolveVersion(root, target); err == nil {
+			want[dir] = idOf(dir, info)
+		}
 	}
-	if _, ok := v.watches[dir]; ok {
-		return
+	for p := range want {
+		if _, ok := v.watches[p]; ok {
+			delete(want, p)
+		}
 	}
-	w.updateWatches(v, map[string]fileID{dir: idOf(dir, info)}, true)
+	if len(want) > 0 {
+		w.updateWatches(v, want, true)
+	}
 }
 
 // stopSettle forgets that v was seen half-way through an update.

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/hotreload/hotreload/internal/e2etest"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
@@ -203,6 +205,8 @@ func (h *harness) metric(name string) float64 {
 		return testutil.ToFloat64(h.w.errorsTotal)
 	case "watched":
 		return testutil.ToFloat64(h.w.watchedDirs)
+	case "hashes":
+		return testutil.ToFloat64(h.w.hashesTotal)
 	}
 	panic("unknown metric " + name)
 }
@@ -276,13 +280,14 @@ func TestMetricNames(t *testing.T) {
 		"hotreload_changes_total",
 		"hotreload_watch_events_total",
 		"hotreload_watch_errors_total",
+		"hotreload_volume_hashes_total",
 		"hotreload_watched_dirs",
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 {
-		t.Errorf("found %d of the 4 metrics", n)
+	if n != 5 {
+		t.Errorf("found %d of the 5 metrics", n)
 	}
 }
 
@@ -364,6 +369,83 @@ func TestKubeletUpdates(t *testing.T) {
 				t.Errorf("hotreload_watch_events_total = %v while polling", events)
 			}
 		})
+	}
+}
+
+// TestHashesPerUpdate counts the walks of a kubelet volume of flat keys:
+// one at start, since its root and version directory are watched before
+// they are read, and one per update, or two when the walk started by the
+// creation of the new version directory sees a later event of the same
+// update. A walk that ran before the watches existed would be redone.
+func TestHashesPerUpdate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "config")
+	vol := kubelet.New(dir)
+	files := map[string]string{"a.conf": "a", "b.conf": "b", "c.conf": "c"}
+	if _, err := vol.Write(payload(files)); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, nil)
+	// The volume and the harness's marker directory, once each.
+	if got := h.metric("hashes"); got != 2 {
+		t.Errorf("hotreload_volume_hashes_total = %v at start, want 2 (one per directory)", got)
+	}
+	const updates = 20
+	for i := range updates {
+		files["a.conf"] = fmt.Sprint(i)
+		if _, err := vol.Write(payload(files)); err != nil {
+			t.Fatal(err)
+		}
+		h.expect(t, dir, mustHash(t, dir))
+	}
+	waitFor(t, "the volume idle", h.w.idle)
+	if got, most := h.metric("hashes"), float64(2+2*updates); got > most {
+		t.Errorf("hotreload_volume_hashes_total = %v after %d updates, want at most %v", got, updates, most)
+	}
+}
+
+// TestInitial checks what Initial returns: the first hash of every
+// directory whole at start, none for one missing or broken; and that a
+// change right after it is sent on Changes.
+func TestInitial(t *testing.T) {
+	base := t.TempDir()
+	whole := filepath.Join(base, "whole")
+	vol := kubelet.New(whole)
+	if _, err := vol.Write(payload(map[string]string{"a.conf": "a"})); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(base, "plain")
+	if err := os.MkdirAll(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, filepath.Join(plain, "b.conf"), "b")
+	broken := filepath.Join(base, "broken")
+	if err := os.MkdirAll(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..2020_01_01_00_00_00.1", filepath.Join(broken, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(base, "missing")
+	h := start(t, Options{Dirs: []string{whole, plain, broken, missing}, PollInterval: time.Hour}, nil)
+
+	got, err := h.w.Initial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][32]byte{whole: mustHash(t, whole), plain: mustHash(t, plain), h.marker: mustHash(t, h.marker)}
+	if !maps.Equal(got, want) {
+		t.Errorf("Initial = %d directories %v, want %v (not %s nor %s)", len(got), slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)), broken, missing)
+	}
+	got[whole] = [32]byte{} // a copy: the caller may change it
+	if again, _ := h.w.Initial(context.Background()); again[whole] != want[whole] {
+		t.Error("Initial returned the watcher's own map")
+	}
+
+	if _, err := vol.Write(payload(map[string]string{"a.conf": "a2"})); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.expect(t, whole, mustHash(t, whole)); c.Hash == want[whole] {
+		t.Error("the Change after Initial has Initial's hash")
 	}
 }
 
