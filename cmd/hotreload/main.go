@@ -130,12 +130,13 @@ func releaseStartup(ctx context.Context, logger log.Logger, ready func() bool) {
 		case <-tick.C:
 		}
 	}
-	s, err := footprint.Release()
-	if err != nil {
-		level.Warn(logger).Log("msg", "could not give back all of the start-up memory, running on", "err", err)
-	}
-	level.Debug(logger).Log("msg", "gave back the start-up memory", "rss_before_kib", s.RSSBefore>>10, "rss_after_kib", s.RSSAfter>>10,
-		"file_before_kib", s.FileBefore>>10, "file_after_kib", s.FileAfter>>10, "unmapped_kib", s.Unmapped>>10)
+	footprint.Release(func(s footprint.Stats, err error) {
+		if err != nil {
+			level.Warn(logger).Log("msg", "could not give back all of the start-up memory, running on", "err", err)
+		}
+		level.Debug(logger).Log("msg", "gave back the start-up memory", "rss_before_kib", s.RSSBefore>>10, "rss_after_kib", s.RSSAfter>>10,
+			"file_before_kib", s.FileBefore>>10, "file_after_kib", s.FileAfter>>10, "unmapped_kib", s.Unmapped>>10)
+	})
 }
 
 // badInput reports a problem found before start, such as a bad flag or a

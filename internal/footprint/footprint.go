@@ -16,6 +16,10 @@
 // first the kernel reclaims; a page the sidecar runs again is mapped again
 // by a minor fault, without reading the disk. Writable mappings (the
 // binary's data, the heap, stacks) are never touched.
+//
+// Measuring and logging what was given back runs code too, and each page of
+// it faults in with its neighbours: Release therefore unmaps once more after
+// its report, by plain system calls on the ranges it found the first time.
 package footprint
 
 import "runtime/debug"
@@ -30,15 +34,26 @@ type Stats struct {
 	Unmapped              uint64
 }
 
-// Release returns the free heap to the kernel and unmaps the binary's code
-// and read-only data. Call it once start-up is over. An error means only
-// that some memory could not be released; the process runs on as before.
-func Release() (Stats, error) {
+// Release returns the free heap to the kernel, unmaps the binary's code
+// and read-only data, calls report (if not nil) with what it measured, and
+// unmaps those mappings again, so that the pages report and the measuring
+// ran are not left mapped. Call it once start-up is over. An error means
+// only that some memory could not be released; the process runs on as
+// before.
+func Release(report func(Stats, error)) {
 	var s Stats
 	s.RSSBefore, s.FileBefore = resident()
 	debug.FreeOSMemory()
-	n, err := unmapBinary()
-	s.Unmapped = n
+	ranges, err := readOnlyRanges()
+	if err == nil {
+		s.Unmapped, err = unmap(ranges)
+	}
 	s.RSSAfter, s.FileAfter = resident()
-	return s, err
+	if report != nil {
+		report(s, err)
+	}
+	_, _ = unmap(ranges) // what report and resident touched; a failure was reported
 }
+
+// span is a range of addresses [start, end).
+type span struct{ start, end uintptr }

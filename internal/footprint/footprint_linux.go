@@ -7,30 +7,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// unmapBinary applies MADV_DONTNEED to every mapping of the running
-// executable that cannot be written (code, read-only data) and returns how
-// many bytes those mappings span.
-func unmapBinary() (uint64, error) {
+// readOnlyRanges returns the mappings of the running executable that
+// cannot be written (code, read-only data).
+func readOnlyRanges() ([]span, error) {
 	self, err := procfs.Self()
 	if err != nil {
-		return 0, fmt.Errorf("find this process in /proc: %w", err)
+		return nil, fmt.Errorf("find this process in /proc: %w", err)
 	}
 	exe, err := self.Executable()
 	if err != nil {
-		return 0, fmt.Errorf("find the executable: %w", err)
+		return nil, fmt.Errorf("find the executable: %w", err)
 	}
 	maps, err := self.ProcMaps()
 	if err != nil {
-		return 0, fmt.Errorf("read the mappings: %w", err)
+		return nil, fmt.Errorf("read the mappings: %w", err)
 	}
-	var total uint64
+	var out []span
 	for _, m := range readOnly(maps, exe) {
+		out = append(out, span{m.StartAddr, m.EndAddr})
+	}
+	return out, nil
+}
+
+// unmap applies MADV_DONTNEED to ranges and returns how many bytes they
+// span.
+func unmap(ranges []span) (uint64, error) {
+	var total uint64
+	for _, r := range ranges {
 		// A raw system call: unix.Madvise wants the range as a []byte,
 		// which Go code may not make from an address it did not allocate.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.StartAddr, m.EndAddr-m.StartAddr, unix.MADV_DONTNEED); errno != 0 {
-			return total, fmt.Errorf("madvise %x-%x: %w", m.StartAddr, m.EndAddr, errno)
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_DONTNEED); errno != 0 {
+			return total, fmt.Errorf("madvise %x-%x: %w", r.start, r.end, errno)
 		}
-		total += uint64(m.EndAddr - m.StartAddr)
+		total += uint64(r.end - r.start)
 	}
 	return total, nil
 }

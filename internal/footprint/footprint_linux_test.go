@@ -1,9 +1,13 @@
 package footprint
 
 import (
+	"bytes"
+	"encoding/json"
+	"net/url"
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
@@ -38,7 +42,25 @@ var written = [4]int{1, 2, 3, 4}
 
 func TestRelease(t *testing.T) {
 	written[2] = 42
-	s, err := Release()
+	var (
+		s         Stats
+		err       error
+		inReport  uint64 // file-backed resident memory once report ran its code
+		reportRan bool
+	)
+	Release(func(st Stats, e error) {
+		s, err, reportRan = st, e, true
+		// Code that nothing ran before: its pages fault in now.
+		var b bytes.Buffer
+		if e := json.NewEncoder(&b).Encode(map[string]any{"s": st, "t": time.Now(), "u": url.URL{Scheme: "http", Host: "x"}}); e != nil {
+			t.Error(e)
+		}
+		_, inReport = resident()
+	})
+	_, final := resident()
+	if !reportRan {
+		t.Fatal("Release did not call report")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +69,10 @@ func TestRelease(t *testing.T) {
 	}
 	if s.FileBefore == 0 || s.FileAfter >= s.FileBefore {
 		t.Errorf("the file-backed resident memory did not shrink: %d -> %d bytes", s.FileBefore, s.FileAfter)
+	}
+	// What report ran was unmapped again: only the measuring is back.
+	if final >= inReport {
+		t.Errorf("file-backed resident memory %d bytes after Release, %d in its report: the pages report ran were left mapped", final, inReport)
 	}
 	if written != [4]int{1, 2, 42, 4} {
 		t.Errorf("writable data changed by Release: %v", written)
