@@ -20,9 +20,12 @@
 // follows has its own event), and the creation and deletion of kubelet
 // version directories that ..data does not name. The swap of ..data does
 // not mark a volume whose hash, done or under way, already read ..data
-// naming the new version. The new version directory is watched before it is
-// read, and a state that will not be reported is not read. A kubelet update
-// therefore reads each file of the volume once. Each volume remembers the
+// naming the new version. The root and the new version directory are
+// watched before they are read, and a state that will not be reported is
+// not read. A volume of flat keys is therefore walked once at start, and a
+// kubelet update reads each of its files once. A directory that a walk finds
+// and does not watch yet (a subdirectory of items, in each new version) was
+// read before its watch existed, so the volume is walked a second time. Each volume remembers the
 // digest of every file it read, with its inode, size, modification and
 // change time: a file whose stat is unchanged is not read again (a file
 // changed less than a second before the hash is always read again, since
