@@ -25,12 +25,12 @@
 // not read. A volume of flat keys is therefore walked once at start, and a
 // kubelet update reads each of its files once. A directory that a walk finds
 // and does not watch yet (a subdirectory of items, in each new version) was
-// read before its watch existed, so the volume is walked a second time. Each volume remembers the
-// digest of every file it read, with its inode, size, modification and
-// change time: a file whose stat is unchanged is not read again (a file
-// changed less than a second before the hash is always read again, since
-// file times tick coarsely), so an edit of one file in a plain directory
-// reads that file and stats the others. The resync, and an inotify queue
+// read before its watch existed, so the volume is walked a second time.
+// Each volume remembers the digest of every file it read, with its inode,
+// size, modification and change time: a file whose stat is unchanged is not
+// read again (a file changed less than a second before the hash is always
+// read again, since file times tick coarsely), so an edit of one file in a
+// plain directory reads that file and stats the others. The resync, and an inotify queue
 // overflow, read every file.
 //
 // # What is never reported

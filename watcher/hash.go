@@ -238,13 +238,7 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 // the kubelet swaps it during the walk, hash sees a different target
 // afterwards and hashes again) and lists root.
 func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target string, entries []os.DirEntry, err error) {
-	real, err = filepath.EvalSymlinks(root)
-	if err == nil {
-		info, err = os.Stat(real)
-	}
-	if err == nil && !info.IsDir() {
-		err = errNotDir
-	}
+	real, info, err = resolveRoot(root)
 	if err != nil {
 		return "", nil, "", nil, fmt.Errorf("hash %s: %w", root, err)
 	}
@@ -395,6 +389,20 @@ func (w *walk) unsettled(real, dataDir string, entries, dataEntries []os.DirEntr
 		return reasonStale
 	}
 	return ""
+}
+
+// resolveRoot returns the real path of a volume's root and its stat, or
+// errNotDir if it is not a directory.
+func resolveRoot(root string) (string, os.FileInfo, error) {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", nil, err
+	}
+	info, err := os.Stat(real)
+	if err == nil && !info.IsDir() {
+		err = errNotDir
+	}
+	return real, info, err
 }
 
 // resolveVersion returns the real path and the stat of the directory that

@@ -863,16 +863,14 @@ func (w *Watcher) watchAhead(v *volume) {
 			return // watched already (the root itself if there is no ..data)
 		}
 	}
+	// updateWatches skips what v holds already.
 	want := make(map[string]fileID, 2)
 	if root == "" {
-		var err error
-		if root, err = filepath.EvalSymlinks(v.path); err != nil {
+		real, info, err := resolveRoot(v.path)
+		if err != nil {
 			return
 		}
-		info, err := os.Stat(root)
-		if err != nil || !info.IsDir() {
-			return
-		}
+		root = real
 		want[root] = idOf(root, info)
 	}
 	if target != "" {
@@ -880,14 +878,7 @@ func (w *Watcher) watchAhead(v *volume) {
 			want[dir] = idOf(dir, info)
 		}
 	}
-	for p := range want {
-		if _, ok := v.watches[p]; ok {
-			delete(want, p)
-		}
-	}
-	if len(want) > 0 {
-		w.updateWatches(v, want, true)
-	}
+	w.updateWatches(v, want, true)
 }
 
 // stopSettle forgets that v was seen half-way through an update.
