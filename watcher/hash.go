@@ -137,6 +137,15 @@ type hashOpts struct {
 	// seen, if not nil, is given the target of ..data as soon as the hash
 	// has read it (nil if root has no ..data link).
 	seen *atomic.Pointer[string]
+	// ahead, if not nil, is the target of ..data in the real root
+	// ahead.root, read just before the hash: the hash takes it as its own
+	// first read of ..data if it resolves root to the same directory.
+	ahead *linkRead
+}
+
+// linkRead is a target of ..data ("" if there is none) read in root.
+type linkRead struct {
+	root, target string
 }
 
 // hash hashes root, redoing it if the kubelet swapped ..data meanwhile.
@@ -156,6 +165,8 @@ func (h hasher) hashWith(root string, opts hashOpts) (hashResult, error) {
 		if after == res.version || attempt == maxHashAttempts {
 			return res, nil
 		}
+		// Read before the next attempt lists anything: its first read.
+		opts.ahead = &linkRead{root: res.root, target: after}
 	}
 }
 
@@ -196,7 +207,9 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	// (the kubelet never writes into it, but someone else might), and its
 	// top-level entries are compared with the visible ones below.
 	dataDir, dataNames, dataEntries := w.versionDir(real, target, &res)
-	if _, err := os.Lstat(filepath.Join(real, dataLink+"_tmp")); err == nil {
+	// As listed (one lstat less): one created since is in the second
+	// listing, which unsettled compares.
+	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == dataLink+"_tmp" }) {
 		res.partial = "..data_tmp exists: a swap is under way"
 		if opts.lazy {
 			// The rename of ..data follows within milliseconds, with its
@@ -242,7 +255,11 @@ func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target
 	if err != nil {
 		return "", nil, "", nil, fmt.Errorf("hash %s: %w", root, err)
 	}
-	target, _ = os.Readlink(filepath.Join(real, dataLink))
+	if a := opts.ahead; a != nil && a.root == real {
+		target = a.target
+	} else {
+		target, _ = os.Readlink(filepath.Join(real, dataLink))
+	}
 	if opts.seen != nil {
 		if target == "" {
 			opts.seen.Store(nil)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -426,6 +427,57 @@ func TestHashDirWatchSet(t *testing.T) {
 		if _, ok := res.dirs[d]; !ok {
 			t.Errorf("watch set %v lacks %s", res.dirs, d)
 		}
+	}
+}
+
+// TestHashAhead checks that a hash given a read of ..data taken before it
+// (hashOpts.ahead) takes it as its first read only for the same real root,
+// and that a stale one costs a second walk, never a wrong result.
+func TestHashAhead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vol")
+	writeVolume(t, dir, map[string]string{"a.conf": "a=1", "b.conf": "b=1"})
+	want, err := HashDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := os.Readlink(filepath.Join(dir, dataLink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(dir) // as the hash resolves it
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		ahead linkRead
+		seen  string // the first target the hash reports having read
+	}{
+		{"current", linkRead{root: real, target: target}, target},
+		{"stale", linkRead{root: real, target: "..2020_01_01_00_00_00.1"}, "..2020_01_01_00_00_00.1"},
+		{"other root", linkRead{root: real + "-elsewhere", target: "..2020_01_01_00_00_00.1"}, target},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var first string
+			opts := hashOpts{ahead: &tc.ahead, seen: new(atomic.Pointer[string])}
+			res, err := hasher{}.hashWith(dir, hashOpts{ahead: opts.ahead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.sum != want || res.version != target || res.broken != "" || res.partial != "" {
+				t.Errorf("hash = %x version %q broken %q partial %q, want %x version %q, whole", res.sum[:4], res.version, res.broken, res.partial, want[:4], target)
+			}
+			// One walk alone, to see which target it started from.
+			if _, err := (hasher{}).hashOnce(dir, opts); err != nil {
+				t.Fatal(err)
+			}
+			if p := opts.seen.Load(); p != nil {
+				first = *p
+			}
+			if first != tc.seen {
+				t.Errorf("the walk read ..data as %q, want %q", first, tc.seen)
+			}
+		})
 	}
 }
 

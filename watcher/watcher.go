@@ -741,9 +741,9 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 	// lasted long enough to be reported anyway.
 	lazy := !initial && (v.partialSince.IsZero() || time.Since(v.partialSince) < w.settle)
 	for attempt := 1; ; attempt++ {
-		w.watchAhead(v)
+		ahead := w.watchAhead(v)
 		w.hashesTotal.Inc()
-		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen})
+		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen, ahead: ahead})
 		if err != nil {
 			v.seen.Store(nil)
 			v.cache.drop()
@@ -849,29 +849,31 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 // and on the version directory that ..data names, where v does not hold
 // them yet: a directory first watched after it was read must be read again
 // (see refresh), which would read every file of a volume twice at start and
-// of each new kubelet version on every update.
-func (w *Watcher) watchAhead(v *volume) {
+// of each new kubelet version on every update. It returns what it read of
+// ..data, for the hash to take as its own first read, or nil.
+func (w *Watcher) watchAhead(v *volume) *linkRead {
 	if v.polling || w.inotify() == nil {
-		return
+		return nil
 	}
-	target, _ := os.Readlink(filepath.Join(v.path, dataLink))
 	// The root as the last hash resolved it (if it moved since, the hash
 	// finds out), or as it is now before the first.
 	root := v.root
-	if root != "" && (target == "" || plainName(target)) {
-		if _, ok := v.watches[filepath.Join(root, target)]; ok {
-			return // watched already (the root itself if there is no ..data)
-		}
-	}
 	// updateWatches skips what v holds already.
 	want := make(map[string]fileID, 2)
 	if root == "" {
 		real, info, err := resolveRoot(v.path)
 		if err != nil {
-			return
+			return nil
 		}
 		root = real
 		want[root] = idOf(root, info)
+	}
+	target, _ := os.Readlink(filepath.Join(root, dataLink))
+	read := &linkRead{root: root, target: target}
+	if len(want) == 0 && (target == "" || plainName(target)) {
+		if _, ok := v.watches[filepath.Join(root, target)]; ok {
+			return read // watched already (the root itself if there is no ..data)
+		}
 	}
 	if target != "" {
 		if dir, info, err := resolveVersion(root, target); err == nil {
@@ -879,6 +881,7 @@ func (w *Watcher) watchAhead(v *volume) {
 		}
 	}
 	w.updateWatches(v, want, true)
+	return read
 }
 
 // stopSettle forgets that v was seen half-way through an update.
