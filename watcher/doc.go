@@ -30,8 +30,8 @@
 // size, modification and change time: a file whose stat is unchanged is not
 // read again (a file changed less than a second before the hash is always
 // read again, since file times tick coarsely), so an edit of one file in a
-// plain directory reads that file and stats the others. The resync, and an inotify queue
-// overflow, read every file.
+// plain directory reads that file and stats the others. The resync, and an
+// inotify queue overflow, read every file.
 //
 // # What is never reported
 //

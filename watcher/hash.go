@@ -165,8 +165,12 @@ func (h hasher) hashWith(root string, opts hashOpts) (hashResult, error) {
 		if after == res.version || attempt == maxHashAttempts {
 			return res, nil
 		}
-		// Read before the next attempt lists anything: its first read.
-		opts.ahead = &linkRead{root: res.root, target: after}
+		// Read before the next attempt lists anything: its first read,
+		// if it was read in the directory hashed (root has no symlink).
+		opts.ahead = nil
+		if root == res.root {
+			opts.ahead = &linkRead{root: root, target: after}
+		}
 	}
 }
 

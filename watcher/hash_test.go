@@ -458,9 +458,7 @@ func TestHashAhead(t *testing.T) {
 		{"other root", linkRead{root: real + "-elsewhere", target: "..2020_01_01_00_00_00.1"}, target},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var first string
-			opts := hashOpts{ahead: &tc.ahead, seen: new(atomic.Pointer[string])}
-			res, err := hasher{}.hashWith(dir, hashOpts{ahead: opts.ahead})
+			res, err := hasher{}.hashWith(dir, hashOpts{ahead: &tc.ahead})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -468,10 +466,12 @@ func TestHashAhead(t *testing.T) {
 				t.Errorf("hash = %x version %q broken %q partial %q, want %x version %q, whole", res.sum[:4], res.version, res.broken, res.partial, want[:4], target)
 			}
 			// One walk alone, to see which target it started from.
-			if _, err := (hasher{}).hashOnce(dir, opts); err != nil {
+			seen := new(atomic.Pointer[string])
+			if _, err := (hasher{}).hashOnce(dir, hashOpts{ahead: &tc.ahead, seen: seen}); err != nil {
 				t.Fatal(err)
 			}
-			if p := opts.seen.Load(); p != nil {
+			var first string
+			if p := seen.Load(); p != nil {
 				first = *p
 			}
 			if first != tc.seen {

@@ -870,7 +870,7 @@ func (w *Watcher) watchAhead(v *volume) *linkRead {
 	}
 	target, _ := os.Readlink(filepath.Join(root, dataLink))
 	read := &linkRead{root: root, target: target}
-	if len(want) == 0 && (target == "" || plainName(target)) {
+	if v.root != "" && (target == "" || plainName(target)) {
 		if _, ok := v.watches[filepath.Join(root, target)]; ok {
 			return read // watched already (the root itself if there is no ..data)
 		}
