@@ -29,9 +29,21 @@
 // Each volume remembers the digest of every file it read, with its inode,
 // size, modification and change time: a file whose stat is unchanged is not
 // read again (a file changed less than a second before the hash is always
-// read again, since file times tick coarsely), so an edit of one file in a
-// plain directory reads that file and stats the others. The resync, and an
-// inotify queue overflow, read every file.
+// read again, since file times tick coarsely). A plain directory without
+// symlinks or hard-linked files is not walked at all after its first hash:
+// inotify names every entry that changes in it, so an event re-reads what
+// it names (a file, or a directory's subtree) and the hash is folded again
+// from the digests remembered (see plainTree). A mark that names no path
+// (the resync, an inotify queue overflow, a poll, more than 1024 paths
+// between two hashes) walks the volume; the resync and an overflow read
+// every file.
+//
+// inotify watches inodes, and fsnotify names a watch by the path it was
+// first added under: a renamed directory, and every directory below it,
+// keeps its watch and its old name. The watcher knows the directory behind
+// each watched path, translates an event's name back into the paths that
+// hold the directory, and renames a watch whose name no path holds any more
+// (see index.go).
 //
 // # What is never reported
 //

@@ -122,6 +122,10 @@ type hashResult struct {
 	// skipped says that the files were not read (hashOpts.lazy): sum,
 	// versionSum, problems and unreadable are not known.
 	skipped bool
+
+	// tree is what an event that names a path needs to update the hash
+	// without a walk, if root is a plain tree (see plainTree), else nil.
+	tree *plainTree
 }
 
 // hashOpts are the Watcher's ways to hash less.
@@ -191,6 +195,8 @@ type walk struct {
 	records  []record
 	problems []problem
 	vanished bool // an entry vanished while it was read: something is at work
+	links    bool // a symlink was followed
+	shared   bool // a regular file has other hard links
 
 	dataDir     string    // the version directory ..data names, if any
 	dataChanged time.Time // the latest mtime of a directory walked inside dataDir
@@ -242,12 +248,15 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 		res.skipped = true
 		return res, nil
 	}
-	res.sum, res.versionSum, res.unreadable = h.sum(w, dataDir, opts.cache, start)
+	sorted, unreadable := h.entries(w, dataDir, opts.cache, start)
+	res.sum, res.versionSum = fold(sorted)
+	res.unreadable = unreadable
 	if res.partial == "" && res.broken == "" {
 		res.partial = w.unsettled(real, dataDir, entries, dataEntries)
 	}
 	res.dirs = w.dirs
 	res.problems = w.problems
+	res.tree = w.tree(sorted, &res)
 	return res, nil
 }
 
@@ -335,6 +344,7 @@ func (w *walk) visitEntries(real, dataDir string, entries []os.DirEntry, res *ha
 			w.visit(name, p)
 			continue
 		}
+		w.links = true
 		link, err := os.Readlink(p)
 		if err != nil {
 			w.vanished = true // replaced since the listing: an event follows
@@ -505,6 +515,7 @@ func (w *walk) visit(rel, p string) {
 func (w *walk) visitInfo(rel, p string, info os.FileInfo) {
 	viaLink := info.Mode()&fs.ModeSymlink != 0
 	if viaLink {
+		w.links = true
 		resolved, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -534,6 +545,7 @@ func (w *walk) visitInfo(rel, p string, info os.FileInfo) {
 		w.walkDir(rel, p, info)
 	case info.Mode().IsRegular():
 		w.records = append(w.records, record{rel: rel, kind: kindFile, ref: p, stamp: stampOf(info)})
+		w.shared = w.shared || linkCount(info) > 1
 		if viaLink {
 			w.fileDirs[filepath.Dir(p)] = true
 		}
@@ -591,33 +603,37 @@ func (w *walk) problem(rel string, err error) {
 	w.problems = append(w.problems, problem{path: rel, err: err})
 }
 
-// sum reads the files of the walk in the order of their visible paths and
-// returns the hash, the hash of the records read from inside dataDir (if
-// not ""), and what was seen of the files that could not be read. A file
-// whose stat is the one cache remembers is not read; a file read is
-// remembered if it last changed well before start (see racyWindow).
-func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time) (sum, versionSum [32]byte, unreadable map[string]fileMeta) {
-	slices.SortFunc(w.records, func(a, b record) int { return strings.Compare(a.rel, b.rel) })
+// entry is what one record adds to the hash: its visible path, kind, size
+// and digest.
+type entry struct {
+	rel       string
+	kind      byte
+	inVersion bool  // read from inside the version directory that ..data names
+	n         uint8 // bytes of digest used: 32 for a file's SHA-256, 24 for fileMeta
+	size      int64
+	digest    [32]byte
+	alias     string // kindAlias: the first path, in place of digest
+}
 
-	total := sha256.New()
-	version := sha256.New()
+// entries reads the files of the walk in the order of their visible paths
+// and returns its entries, and what was seen of the files that could not be
+// read. A file whose stat is the one cache remembers is not read; a file
+// read is remembered if it last changed well before start (see racyWindow).
+func (h hasher) entries(w *walk, dataDir string, cache *digestCache, start time.Time) (entries []entry, unreadable map[string]fileMeta) {
+	slices.SortFunc(w.records, func(a, b record) int { return strings.Compare(a.rel, b.rel) })
+	entries = make([]entry, 0, len(w.records))
 	file := sha256.New()
 	buf := bufPool.Get().(*[]byte)
 	defer bufPool.Put(buf)
-	var num [8]byte
-	var sumBuf [32]byte
 	for _, r := range w.records {
-		kind, size, digest := r.kind, int64(0), []byte(nil)
+		e := entry{rel: r.rel, kind: r.kind}
 		switch r.kind {
 		case kindFile:
 			if d, ok := cache.lookup(r.stamp); ok {
-				sumBuf = d
-				size, digest = r.stamp.size, sumBuf[:]
+				e.size, e.digest, e.n = r.stamp.size, d, sha256.Size
 				break
 			}
-			var err error
-			var st fileStamp
-			size, st, err = h.digest(file, r.ref, *buf)
+			size, st, err := h.digest(file, r.ref, *buf)
 			switch {
 			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular):
 				w.vanished = true // vanished or replaced meanwhile: an event follows
@@ -633,39 +649,64 @@ func (h hasher) sum(w *walk, dataDir string, cache *digestCache, start time.Time
 					unreadable = make(map[string]fileMeta)
 				}
 				unreadable[r.rel] = meta
-				kind = kindMeta
-				size = meta.size
-				digest = meta.bytes()
+				e.kind, e.size = kindMeta, meta.size
+				e.n = uint8(copy(e.digest[:], meta.bytes()))
 			case err != nil:
 				w.problem(r.rel, err)
-				kind = kindUnreadable
+				e.kind = kindUnreadable
 			default:
-				digest = file.Sum(sumBuf[:0])
+				e.size, e.n = size, sha256.Size
+				file.Sum(e.digest[:0])
 				if settled(st, start, h.racy) && st.size == size {
-					cache.keep(st, [32]byte(digest))
+					cache.keep(st, e.digest)
 				}
 			}
 		case kindAlias:
-			size = int64(len(r.ref))
-			digest = []byte(r.ref)
+			e.size, e.alias = int64(len(r.ref)), r.ref
 		}
-		outs := []hash.Hash{total}
-		if dataDir != "" && strings.HasPrefix(r.ref, dataDir+string(filepath.Separator)) {
-			outs = append(outs, version)
-		}
-		for _, out := range outs {
-			out.Write([]byte(r.rel))
-			out.Write([]byte{0, kind})
-			if kind != kindUnreadable {
-				binary.BigEndian.PutUint64(num[:], uint64(size))
-				out.Write(num[:])
-				out.Write(digest)
+		e.inVersion = dataDir != "" && strings.HasPrefix(r.ref, dataDir+string(filepath.Separator))
+		entries = append(entries, e)
+	}
+	return entries, unreadable
+}
+
+// fold returns the hash of entries (sorted by visible path) and the hash of
+// those read from inside the version directory.
+func fold(entries []entry) (sum, versionSum [32]byte) {
+	total := sha256.New()
+	version := sha256.New()
+	// The records go to the hashes in batches: a Write per field costs
+	// more than the hashing of 10,000 records.
+	var tb, vb []byte
+	for _, e := range entries {
+		start := len(tb)
+		tb = append(tb, e.rel...)
+		tb = append(tb, 0, e.kind)
+		if e.kind != kindUnreadable {
+			tb = binary.BigEndian.AppendUint64(tb, uint64(e.size))
+			if e.kind == kindAlias {
+				tb = append(tb, e.alias...)
+			} else {
+				tb = append(tb, e.digest[:e.n]...)
 			}
 		}
+		if e.inVersion {
+			vb = append(vb, tb[start:]...)
+		}
+		if len(tb) >= 16<<10 {
+			total.Write(tb)
+			tb = tb[:0]
+		}
+		if len(vb) >= 16<<10 {
+			version.Write(vb)
+			vb = vb[:0]
+		}
 	}
+	total.Write(tb)
+	version.Write(vb)
 	total.Sum(sum[:0])
 	version.Sum(versionSum[:0])
-	return sum, versionSum, unreadable
+	return sum, versionSum
 }
 
 var errNotRegular = errors.New("not a regular file")

@@ -683,3 +683,28 @@ func TestHashDirStates(t *testing.T) {
 		})
 	}
 }
+
+// TestHashDirStable pins the hash of two small directories to the values
+// that earlier versions computed: the state file keeps hashes across
+// restarts and upgrades, and a hash that changed its definition would
+// reload every target once after an upgrade.
+func TestHashDirStable(t *testing.T) {
+	base := t.TempDir()
+	plain := filepath.Join(base, "d")
+	writeTree(t, plain, map[string]string{"a": "a\n", "sub/b": "b\n"})
+	writeTree(t, filepath.Join(base, "other"), map[string]string{"o": "o\n"})
+	symlink(t, "../other", filepath.Join(plain, "l1"))
+	symlink(t, "../other", filepath.Join(plain, "l2")) // an alias of l1
+	kube := filepath.Join(base, "k")
+	writeTree(t, kube, map[string]string{"..v1/x": "x\n"})
+	symlink(t, "..v1", filepath.Join(kube, dataLink))
+	symlink(t, "..data/x", filepath.Join(kube, "x"))
+	for dir, want := range map[string]string{
+		plain: "73fc0840525beca5ff2b237d02ae3df48cf0c778d06f54fa1ad1826ce01f5e35",
+		kube:  "0d9c8405c6493b235b66459cebba84ad2e2238b83239d8b69cc29646eefc3e90",
+	} {
+		if got := fmt.Sprintf("%x", mustHash(t, dir)); got != want {
+			t.Errorf("HashDir(%s) = %s, want %s as before", filepath.Base(dir), got, want)
+		}
+	}
+}

@@ -30,6 +30,10 @@ const DefaultPollInterval = 5 * time.Second
 // The kubelet's steps follow each other within milliseconds.
 const settleTimeout = 2 * time.Second
 
+// maxDirtyPaths bounds the paths that events named which a volume keeps
+// between two hashes (see plainTree); past it, the volume is walked.
+const maxDirtyPaths = 1024
+
 // maxRehashes bounds how often one refresh re-hashes a volume because its
 // watch set grew (a new directory may have been filled before its watch
 // existed).
@@ -109,6 +113,10 @@ type Watcher struct {
 	vols []*volume
 	vctx context.Context // the context of the volumes' hashes
 
+	// treeUpdates counts the hashes of plain trees that read only what
+	// events named (for tests).
+	treeUpdates atomic.Int64
+
 	// runners counts the goroutines that hash volumes; one runs for a
 	// volume only while it is dirty (see run).
 	runners sync.WaitGroup
@@ -122,8 +130,12 @@ type Watcher struct {
 	mu          sync.Mutex
 	fsw         *fsnotify.Watcher       // nil while inotify is not used
 	index       map[string]map[int]bool // inotify watch path -> volumes that hold it
-	first       map[string][32]byte     // the first hash of each volume whole at start (see Initial)
-	limitErr    error                   // the first "watch limit reached" error
+	ids         map[string]fileID       // inotify watch path -> its directory (see index.go)
+	dirPaths    map[fileID]map[string]bool
+	names       map[fileID]string // directory -> the name of its watch in fsnotify
+	byName      map[string]fileID
+	first       map[string][32]byte // the first hash of each volume whole at start (see Initial)
+	limitErr    error               // the first "watch limit reached" error
 	limitLogged bool
 	stopped     bool // Run is returning: no runner starts
 }
@@ -158,6 +170,11 @@ type volume struct {
 	settleTimer  *time.Timer
 	cache        digestCache // digests of the files last hashed
 	root         string      // the real path of the root at the last hash
+	tree         *plainTree  // the last complete hash, if the volume is a plain tree
+
+	dirtyMu    sync.Mutex
+	dirtyPaths map[string]bool // paths that events named since a hash took them
+	dirtyAll   bool            // a mark named no path: the next hash walks the volume
 
 	full atomic.Bool            // the next hash reads every file (resync, lost events)
 	seen atomic.Pointer[string] // ..data's target when the last hash started, nil if none
@@ -218,6 +235,10 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		addWatch: func(fsw *fsnotify.Watcher, path string) error { return fsw.Add(path) },
 		wake:     make(chan struct{}, 1),
 		index:    make(map[string]map[int]bool),
+		ids:      make(map[string]fileID),
+		dirPaths: make(map[fileID]map[string]bool),
+		names:    make(map[fileID]string),
+		byName:   make(map[string]fileID),
 		first:    make(map[string][32]byte),
 		changesTotal: f.NewCounter(prometheus.CounterOpts{
 			Name: "hotreload_changes_total",
@@ -233,7 +254,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		}),
 		hashesTotal: f.NewCounter(prometheus.CounterOpts{
 			Name: "hotreload_volume_hashes_total",
-			Help: "Walks of a volume that hash what an app sees (files whose stat is unchanged are not read again). A kubelet update costs one; a plain directory with new subdirectories, two.",
+			Help: "Walks of a volume that hash what an app sees (files whose stat is unchanged are not read again). A kubelet update costs one; an edit in a plain directory without symlinks, none (the event names what to read).",
 		}),
 		watchedDirs: f.NewGauge(prometheus.GaugeOpts{
 			Name: "hotreload_watched_dirs",
@@ -529,15 +550,15 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 				// version need not wait for it.
 				drop := w.dropOldVersions(filepath.Dir(ev.Name))
 				handled := ev.Has(fsnotify.Create) && w.markSwap(ev.Name)
-				for _, p := range drop {
-					_ = fsw.Remove(p)
+				for _, r := range drop {
+					w.apply(fsw, r)
 				}
 				if handled {
 					continue
 				}
 			}
 			if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
-				w.markGone(ev.Name)
+				w.markGone(fsw, ev.Name)
 			}
 			// The kubelet creates ..data_tmp and renames it to ..data
 			// within microseconds; the rename queues the move away of
@@ -575,9 +596,9 @@ func (w *Watcher) markSwap(name string) bool {
 	}
 	w.mu.Lock()
 	var dirty []int
-	for i := range w.index[filepath.Dir(name)] {
-		if seen := w.vols[i].seen.Load(); seen == nil || *seen != target {
-			dirty = append(dirty, i)
+	for _, t := range w.holdersOf(filepath.Dir(name)) {
+		if seen := w.vols[t.idx].seen.Load(); seen == nil || *seen != target {
+			dirty = append(dirty, t.idx)
 		}
 	}
 	w.mu.Unlock()
@@ -626,7 +647,7 @@ func (w *Watcher) otherVersion(name string) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.index[name]) == 0
+	return len(w.holdersOf(name)) == 0
 }
 
 // dropOldVersions takes out of the index, at once, the watches on the
@@ -634,22 +655,23 @@ func (w *Watcher) otherVersion(name string) bool {
 // returns them for the caller to remove: the kubelet is about to delete
 // them, and a watch there would report every file it deletes. The volume's
 // goroutine forgets them at its next refresh.
-func (w *Watcher) dropOldVersions(root string) []string {
+func (w *Watcher) dropOldVersions(root string) []rename {
 	target, err := os.Readlink(filepath.Join(root, dataLink))
 	if err != nil {
 		return nil
 	}
 	current := filepath.Join(root, target)
 	prefix := root + string(filepath.Separator) + ".."
-	var drop []string
+	var drop []rename
 	w.mu.Lock()
-	if w.index[root] != nil {
-		for p := range w.index {
+	if len(w.holdersOf(root)) > 0 {
+		for p, holders := range w.index {
 			if !strings.HasPrefix(p, prefix) || p == current || strings.HasPrefix(p, current+string(filepath.Separator)) {
 				continue
 			}
-			delete(w.index, p)
-			drop = append(drop, p)
+			for i := range holders {
+				drop = append(drop, w.release(p, i))
+			}
 		}
 	}
 	w.mu.Unlock()
@@ -671,16 +693,18 @@ func (w *Watcher) watchError(err error) {
 	level.Warn(w.logger).Log("msg", "inotify error, continuing", "err", err)
 }
 
-// markGone handles the move or deletion of a watched directory itself:
-// fsnotify drops its watch then. The volumes that held it forget it and are
-// marked dirty, so that they add it again if it is still wanted.
-func (w *Watcher) markGone(name string) {
+// markGone handles the move or deletion of a watched directory itself: its
+// watch is removed (see gone), and the volumes that held it forget it and
+// are marked dirty, so that they add it again if it is still wanted.
+func (w *Watcher) markGone(fsw *fsnotify.Watcher, name string) {
 	w.mu.Lock()
-	holders := w.index[name]
-	delete(w.index, name)
+	ts, known := w.gone(name)
 	w.mu.Unlock()
-	for i := range holders {
-		w.mark(w.vols[i])
+	if known {
+		_ = fsw.Remove(name)
+	}
+	for _, t := range ts {
+		w.markAt(w.vols[t.idx], t.path)
 	}
 }
 
@@ -694,21 +718,21 @@ func (w *Watcher) holds(p string, idx int) bool {
 // markPath marks dirty every volume that watches name or its parent.
 func (w *Watcher) markPath(name string) {
 	w.mu.Lock()
-	var dirty []int
-	for _, p := range []string{name, filepath.Dir(name)} {
-		for i := range w.index[p] {
-			dirty = append(dirty, i)
-		}
-	}
+	ts := w.eventTargets(name)
 	w.mu.Unlock()
-	for _, i := range dirty {
-		w.mark(w.vols[i])
+	for _, t := range ts {
+		w.markAt(w.vols[t.idx], t.path)
 	}
 }
 
 // mark makes v dirty: its goroutine re-hashes it (once more, if it is
-// hashing it now).
-func (w *Watcher) mark(v *volume) {
+// hashing it now), walking all of it.
+func (w *Watcher) mark(v *volume) { w.markAt(v, "") }
+
+// markAt makes v dirty for a change at the real path name, or anywhere if
+// name is "".
+func (w *Watcher) markAt(v *volume, name string) {
+	v.note(name)
 	v.pending.Add(1)
 	select {
 	case v.kick <- struct{}{}:
@@ -716,6 +740,36 @@ func (w *Watcher) mark(v *volume) {
 	default:
 		v.pending.Add(-1) // already dirty
 	}
+}
+
+// note records that a change happened at the real path name, or anywhere
+// if name is "", for the next hash of v to take.
+func (v *volume) note(name string) {
+	v.dirtyMu.Lock()
+	defer v.dirtyMu.Unlock()
+	switch {
+	case v.dirtyAll:
+	case name == "" || len(v.dirtyPaths) >= maxDirtyPaths:
+		v.dirtyAll, v.dirtyPaths = true, nil
+	default:
+		if v.dirtyPaths == nil {
+			v.dirtyPaths = make(map[string]bool)
+		}
+		v.dirtyPaths[name] = true
+	}
+}
+
+// takeDirty returns, and forgets, the paths noted since it was last
+// called, and whether a change was noted without a path.
+func (v *volume) takeDirty() (paths []string, all bool) {
+	v.dirtyMu.Lock()
+	defer v.dirtyMu.Unlock()
+	for p := range v.dirtyPaths {
+		paths = append(paths, p)
+	}
+	all = v.dirtyAll
+	v.dirtyPaths, v.dirtyAll = nil, false
+	return paths, all
 }
 
 // idle reports whether no volume is dirty or being re-hashed because it
@@ -734,9 +788,17 @@ func (w *Watcher) idle() bool {
 // directory that exists at start, the hash is only recorded.
 func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 	defer w.updateNeedPoll(v)
+	paths, all := v.takeDirty()
 	if v.full.Swap(false) {
 		v.cache.old = nil
+		all = true
 	}
+	if t := v.tree; t != nil && !all && !initial && !v.polling && w.inotify() != nil {
+		if w.refreshTree(ctx, v, t, paths) {
+			return
+		}
+	}
+	v.tree = nil
 	// Lazy: a state that is not reported need not be read, unless it has
 	// lasted long enough to be reported anyway.
 	lazy := !initial && (v.partialSince.IsZero() || time.Since(v.partialSince) < w.settle)
@@ -747,6 +809,7 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 		if err != nil {
 			v.seen.Store(nil)
 			v.cache.drop()
+			v.tree = nil
 			w.lost(v, err, initial)
 			return
 		}
@@ -778,8 +841,45 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 		if w.updateWatches(v, res.dirs, res.broken != "") && attempt < maxRehashes {
 			continue // a new directory may have been filled before its watch existed
 		}
+		if !v.polling {
+			v.tree = res.tree
+		}
 		w.judge(ctx, v, res, initial)
 		return
+	}
+}
+
+// refreshTree re-hashes the plain tree t of v, reading only what paths (as
+// events named them) show now, and reports whether it did; if not, the
+// volume is to be walked.
+func (w *Watcher) refreshTree(ctx context.Context, v *volume, t *plainTree, paths []string) bool {
+	for attempt := 1; ; attempt++ {
+		res, ok := w.hasher.update(t, paths)
+		if !ok {
+			return false
+		}
+		w.treeUpdates.Add(1)
+		if res.tree == nil {
+			// Caught in the middle of a change: its next event follows.
+			// Until then these paths stay to be read.
+			for _, p := range paths {
+				v.note(p)
+			}
+			w.judge(ctx, v, res, false)
+			return true
+		}
+		v.tree = res.tree
+		v.watchNeed.Store(int64(len(res.dirs)))
+		w.report(v, res.problems)
+		if w.updateWatches(v, res.dirs, false) && attempt < maxRehashes {
+			t = res.tree
+			continue // a new directory may have been filled before its watch existed
+		}
+		if v.polling {
+			v.tree = nil // no more events: walked from now on
+		}
+		w.judge(ctx, v, res, false)
+		return true
 	}
 }
 
@@ -1046,6 +1146,15 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (a
 		if have, ok := v.watches[p]; ok && have == id && w.holds(p, v.idx) {
 			continue
 		}
+		w.mu.Lock()
+		stale := w.staleName(p, id)
+		w.mu.Unlock()
+		if stale != "" {
+			// Watched under a path no longer held (renamed since):
+			// events would name that path. Watched afresh under p; what
+			// changes meanwhile is read by the hash that follows.
+			_ = fsw.Remove(stale)
+		}
 		if err := w.addWatch(fsw, p); err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				added = true // vanished since the walk: look again
@@ -1055,10 +1164,7 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (a
 			return false
 		}
 		w.mu.Lock()
-		if w.index[p] == nil {
-			w.index[p] = make(map[int]bool)
-		}
-		w.index[p][v.idx] = true
+		w.hold(p, id, v.idx)
 		w.mu.Unlock()
 		v.watches[p] = id
 		added = true
@@ -1080,19 +1186,9 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (a
 func (w *Watcher) unwatch(fsw *fsnotify.Watcher, v *volume, p string) {
 	delete(v.watches, p)
 	w.mu.Lock()
-	holders := w.index[p]
-	delete(holders, v.idx)
-	last := len(holders) == 0
-	if last {
-		delete(w.index, p)
-	}
+	r := w.release(p, v.idx)
 	w.mu.Unlock()
-	if last {
-		// inotify drops the watch of a deleted directory by itself, and
-		// dropOldVersions may have removed it already; then Remove reports
-		// that there is none, which is fine.
-		_ = fsw.Remove(p)
-	}
+	w.apply(fsw, r)
 }
 
 // fallBack makes v polled instead of watched by inotify, until a retry
