@@ -14,14 +14,19 @@ import (
 // renamed keeps its watch, and every directory below it keeps its watch and
 // its old name: its events would name paths that no longer exist, and
 // removing the old path would remove the watch that the new one relies on.
-// A second path to a watched directory (another volume reaching it through
-// a symlink) adds no watch either. The index therefore knows the directory
-// behind each path and the name of the watch on it: a path whose directory
-// is watched under another name is watched afresh (see hold), and the name
-// of an event is translated back into every path that holds the directory
-// (see resolve).
+// The index therefore knows the directory behind each path held, and the
+// name of the watch on it, which is always one of the paths held for it:
+// the name of an event is translated into every path that holds its
+// directory (holdersOf), and a watch whose name is released while another
+// path still holds its directory is renamed (release).
 //
-// Every method here is called with w.mu held.
+// Every method here except apply is called with w.mu held.
+
+// dirWatch is the inotify watch on one directory.
+type dirWatch struct {
+	name  string   // the path fsnotify names the watch by, one of paths
+	paths []string // the paths held for the directory
+}
 
 // target is a volume and a path in it that an event concerns.
 type target struct {
@@ -29,59 +34,76 @@ type target struct {
 	path string
 }
 
-// staleName returns the name under which fsnotify watches the directory id
-// if no path holds it any more (the directory was renamed), and forgets it:
-// the caller removes that watch before it adds p, so that the watch and its
-// events are named p. While another path holds it, the watch keeps its name
-// and events are translated.
-func (w *Watcher) staleName(p string, id fileID) string {
-	name, ok := w.names[id]
-	if !ok || name == p || w.dirPaths[id][name] {
-		return ""
-	}
-	delete(w.names, id)
-	delete(w.byName, name)
-	return name
-}
-
-// hold records that the volume idx holds a watch on p, the directory id,
-// just added (under the name p unless the directory was watched already).
-func (w *Watcher) hold(p string, id fileID, idx int) {
-	if old, ok := w.ids[p]; ok && old != id {
-		// A new directory at p: the old one is no longer reached by p.
-		w.forgetPath(p)
-	}
-	if other, ok := w.byName[p]; ok && other != id {
-		delete(w.names, other)
-		delete(w.byName, p)
-	}
-	if w.index[p] == nil {
-		w.index[p] = make(map[int]bool)
-	}
-	w.index[p][idx] = true
-	w.ids[p] = id
-	if w.dirPaths[id] == nil {
-		w.dirPaths[id] = make(map[string]bool)
-	}
-	w.dirPaths[id][p] = true
-	if _, ok := w.names[id]; !ok {
-		w.names[id] = p
-		w.byName[p] = id
-	}
-}
-
-// rename is how a watch changes its name: removed under old and added
-// again under new, for the volumes in mark, which may miss events meanwhile.
+// rename is how a watch changes its name: removed under old and, if new is
+// not "", added again under new, for the volumes in mark, which may miss
+// events meanwhile.
 type rename struct {
 	old, new string
 	mark     []target
 }
 
-// release records that the volume idx no longer holds a watch on p. If no
-// path holds the directory any more, the watch is to be removed (r.old);
-// if p named the watch and another path still holds the directory, the
-// watch is to be named after that path (r.new).
-func (w *Watcher) release(p string, idx int) (r rename) {
+// prepare readies p, about to be added for the directory id: if p held
+// another directory (a new one took its place) and named its watch,
+// fsnotify would turn that watch into the new one's, and the old
+// directory's other paths would hear nothing; that watch is renamed first.
+func (w *Watcher) prepare(p string, id fileID) rename {
+	old, ok := w.dirOf[p]
+	if !ok || old == id {
+		return rename{}
+	}
+	return w.detach(p, old)
+}
+
+// detach takes p out of the paths held for the directory id, and returns
+// how its watch is renamed if p named it.
+func (w *Watcher) detach(p string, id fileID) rename {
+	delete(w.dirOf, p)
+	dw := w.dirWatches[id]
+	if dw == nil {
+		return rename{}
+	}
+	dw.paths = slices.DeleteFunc(dw.paths, func(q string) bool { return q == p })
+	if dw.name != p {
+		return rename{}
+	}
+	r := rename{old: p}
+	if len(dw.paths) == 0 {
+		delete(w.dirWatches, id)
+		return r
+	}
+	r.new, dw.name = dw.paths[0], dw.paths[0]
+	for i := range w.index[r.new] {
+		r.mark = append(r.mark, target{i, r.new})
+	}
+	return r
+}
+
+// hold records that the volume idx holds a watch on p, the directory id,
+// just added (under the name p unless the directory was watched already).
+func (w *Watcher) hold(p string, id fileID, idx int) {
+	if w.index[p] == nil {
+		w.index[p] = make(map[int]bool)
+	}
+	w.index[p][idx] = true
+	if old, ok := w.dirOf[p]; ok {
+		if old == id {
+			return
+		}
+		w.detach(p, old) // prepare renamed its watch already
+	}
+	w.dirOf[p] = id
+	dw := w.dirWatches[id]
+	if dw == nil {
+		dw = &dirWatch{name: p}
+		w.dirWatches[id] = dw
+	}
+	dw.paths = append(dw.paths, p)
+}
+
+// release records that the volume idx no longer holds a watch on p, and
+// returns how the watch is removed or renamed (see detach) if no volume
+// holds p any more.
+func (w *Watcher) release(p string, idx int) rename {
 	holders, ok := w.index[p]
 	if !ok {
 		return rename{}
@@ -90,28 +112,15 @@ func (w *Watcher) release(p string, idx int) (r rename) {
 	if len(holders) > 0 {
 		return rename{}
 	}
-	id := w.ids[p]
-	w.forgetPath(p)
-	name, ok := w.names[id]
-	if !ok || (name != p && w.dirPaths[id][name]) {
+	delete(w.index, p)
+	id, ok := w.dirOf[p]
+	if !ok {
 		return rename{}
 	}
-	delete(w.names, id)
-	delete(w.byName, name)
-	r.old = name
-	for q := range w.dirPaths[id] {
-		r.new = q
-		w.names[id] = q
-		w.byName[q] = id
-		for i := range w.index[q] {
-			r.mark = append(r.mark, target{i, q})
-		}
-		break
-	}
-	return r
+	return w.detach(p, id)
 }
 
-// apply carries out r.
+// apply carries out r, without w.mu held.
 func (w *Watcher) apply(fsw *fsnotify.Watcher, r rename) {
 	if r.old == "" {
 		return
@@ -128,41 +137,15 @@ func (w *Watcher) apply(fsw *fsnotify.Watcher, r rename) {
 	}
 }
 
-// forgetPath drops p from the index, for every volume.
-func (w *Watcher) forgetPath(p string) {
-	delete(w.index, p)
-	id, ok := w.ids[p]
-	if !ok {
-		return
-	}
-	delete(w.ids, p)
-	delete(w.dirPaths[id], p)
-	if len(w.dirPaths[id]) == 0 {
-		delete(w.dirPaths, id)
-	}
-}
-
-// resolve returns the paths held for the directory that fsnotify names
-// name, or name itself if no watch has that name.
-func (w *Watcher) resolve(name string) []string {
-	id, ok := w.byName[name]
-	if !ok {
-		return []string{name}
-	}
-	return slices.Collect(func(yield func(string) bool) {
-		for p := range w.dirPaths[id] {
-			if !yield(p) {
-				return
-			}
-		}
-	})
-}
-
-// holdersOf returns the volumes that hold the directory fsnotify names
+// holdersOf returns the volumes that hold the directory that fsnotify names
 // name, each with its own path to it.
 func (w *Watcher) holdersOf(name string) []target {
+	paths := []string{name}
+	if id, ok := w.dirOf[name]; ok && w.dirWatches[id] != nil {
+		paths = w.dirWatches[id].paths
+	}
 	var ts []target
-	for _, p := range w.resolve(name) {
+	for _, p := range paths {
 		for i := range w.index[p] {
 			ts = append(ts, target{i, p})
 		}
@@ -170,23 +153,31 @@ func (w *Watcher) holdersOf(name string) []target {
 	return ts
 }
 
-// gone drops from the index the watch that fsnotify names name, whose
-// directory was moved or deleted, and returns the volumes that held it,
-// each with its path, and whether a watch had that name. inotify drops the
-// watch of a deleted directory by itself, and fsnotify that of a moved one
-// when it reads the move's second event; the caller removes it at once, so
-// that a path added for the directory meanwhile gets a watch of its own.
-func (w *Watcher) gone(name string) (ts []target, known bool) {
+// gone drops from the index the directory held at name, which was moved
+// or deleted, with every path held for it, and returns the volumes that
+// held it, each with its path, and the name of its watch. inotify drops
+// the watch of a deleted directory by itself, and fsnotify that of a moved
+// one when it reads the move's second event; the caller removes it at
+// once, so that a path added for the directory meanwhile gets a watch of
+// its own.
+func (w *Watcher) gone(name string) (ts []target, watch string) {
 	ts = w.holdersOf(name)
-	for _, p := range w.resolve(name) {
-		w.forgetPath(p)
+	id, ok := w.dirOf[name]
+	if !ok {
+		delete(w.index, name)
+		return ts, ""
 	}
-	id, known := w.byName[name]
-	if known {
-		delete(w.names, id)
-		delete(w.byName, name)
+	if dw := w.dirWatches[id]; dw != nil {
+		watch = dw.name
+		for _, p := range dw.paths {
+			delete(w.index, p)
+			delete(w.dirOf, p)
+		}
+		delete(w.dirWatches, id)
 	}
-	return ts, known
+	delete(w.index, name)
+	delete(w.dirOf, name)
+	return ts, watch
 }
 
 // eventTargets returns the volumes that an event on name concerns, each

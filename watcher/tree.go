@@ -46,13 +46,14 @@ func (w *walk) tree(sorted []entry, res *hashResult) *plainTree {
 
 // update returns the hash of the plain tree t as it is now, reading only
 // what paths (real paths named by inotify events since t was read) show
-// now, with the plainTree of the result in res.tree. If an entry vanished
-// while it was read, or a directory is seen at an old and a new path,
-// res.partial says so and res.tree is nil: an event on its way names more. ok is false if
-// the volume must be walked instead: a path is the root or outside it, names
-// a hidden entry of the root (..data: the root may have become a kubelet
+// now, with the plainTree of the result in res.tree. ok is false if the
+// volume must be walked instead: a path is the root or outside it, names a
+// hidden entry of the root (..data: the root may have become a kubelet
 // volume), or leads to a symlink, a hard-linked file, a directory reached
-// twice or an entry that cannot be looked up.
+// twice or an entry that cannot be looked up; or the update caught a change
+// in the middle (an entry vanished while it was read, a directory is seen
+// at its old and its new path). A walk reads the volume whole and judges
+// such a moment with the watches in place, as for any other volume.
 func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 	start := time.Now()
 	rels, ok := t.rels(paths)
@@ -88,11 +89,10 @@ func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 		return hashResult{}, false
 	}
 	fresh, unreadable := h.entries(w, "", nil, start)
-	res = hashResult{root: t.root}
 	if w.vanished {
-		res.partial = reasonVanished
-		return res, true
+		return hashResult{}, false
 	}
+	res = hashResult{root: t.root}
 
 	covered := coverage(rels)
 	next := &plainTree{root: t.root}
@@ -109,9 +109,8 @@ func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 	for _, id := range next.dirs {
 		if ids[id] {
 			// A directory at two paths: it moved, and the event of the
-			// path it left is still on its way. Read both together.
-			res.partial = reasonStale
-			return res, true
+			// path it left is still on its way.
+			return hashResult{}, false
 		}
 		ids[id] = true
 	}

@@ -127,15 +127,18 @@ type Watcher struct {
 	// ticking reports whether the poll ticker runs (for tests).
 	ticking atomic.Bool
 
+	// fsMu makes a change of the watch index and the fsnotify calls
+	// that go with it one step: a watch removed because its directory
+	// moved must not be removed after another path added it again.
+	fsMu sync.Mutex
+
 	mu          sync.Mutex
 	fsw         *fsnotify.Watcher       // nil while inotify is not used
 	index       map[string]map[int]bool // inotify watch path -> volumes that hold it
-	ids         map[string]fileID       // inotify watch path -> its directory (see index.go)
-	dirPaths    map[fileID]map[string]bool
-	names       map[fileID]string // directory -> the name of its watch in fsnotify
-	byName      map[string]fileID
-	first       map[string][32]byte // the first hash of each volume whole at start (see Initial)
-	limitErr    error               // the first "watch limit reached" error
+	dirOf       map[string]fileID       // inotify watch path -> its directory (see index.go)
+	dirWatches  map[fileID]*dirWatch    // directory -> its inotify watch
+	first       map[string][32]byte     // the first hash of each volume whole at start (see Initial)
+	limitErr    error                   // the first "watch limit reached" error
 	limitLogged bool
 	stopped     bool // Run is returning: no runner starts
 }
@@ -223,23 +226,21 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 
 	f := promauto.With(reg)
 	w := &Watcher{
-		logger:   log.With(logger, "component", "watcher"),
-		dirs:     dirs,
-		resync:   opts.ResyncInterval,
-		pollInt:  poll,
-		poll:     opts.Poll,
-		settle:   settleTimeout,
-		changes:  make(chan Change, len(dirs)),
-		hasher:   hasher{},
-		newWatch: fsnotify.NewWatcher,
-		addWatch: func(fsw *fsnotify.Watcher, path string) error { return fsw.Add(path) },
-		wake:     make(chan struct{}, 1),
-		index:    make(map[string]map[int]bool),
-		ids:      make(map[string]fileID),
-		dirPaths: make(map[fileID]map[string]bool),
-		names:    make(map[fileID]string),
-		byName:   make(map[string]fileID),
-		first:    make(map[string][32]byte),
+		logger:     log.With(logger, "component", "watcher"),
+		dirs:       dirs,
+		resync:     opts.ResyncInterval,
+		pollInt:    poll,
+		poll:       opts.Poll,
+		settle:     settleTimeout,
+		changes:    make(chan Change, len(dirs)),
+		hasher:     hasher{},
+		newWatch:   fsnotify.NewWatcher,
+		addWatch:   func(fsw *fsnotify.Watcher, path string) error { return fsw.Add(path) },
+		wake:       make(chan struct{}, 1),
+		index:      make(map[string]map[int]bool),
+		dirOf:      make(map[string]fileID),
+		dirWatches: make(map[fileID]*dirWatch),
+		first:      make(map[string][32]byte),
 		changesTotal: f.NewCounter(prometheus.CounterOpts{
 			Name: "hotreload_changes_total",
 			Help: "Content changes detected in the watched directories.",
@@ -550,8 +551,16 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 				// version need not wait for it.
 				drop := w.dropOldVersions(filepath.Dir(ev.Name))
 				handled := ev.Has(fsnotify.Create) && w.markSwap(ev.Name)
-				for _, r := range drop {
-					w.apply(fsw, r)
+				if len(drop) > 0 {
+					// No volume adds an old version again: the index
+					// changed first, the watches go after the mark.
+					w.whileReading(fsw, func() {
+						w.fsMu.Lock()
+						defer w.fsMu.Unlock()
+						for _, r := range drop {
+							w.apply(fsw, r)
+						}
+					})
 				}
 				if handled {
 					continue
@@ -577,6 +586,31 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 		case err, ok := <-fsw.Errors:
 			if !ok {
 				return
+			}
+			w.watchError(err)
+		}
+	}
+}
+
+// whileReading runs f, which calls fsw, for the event reader. fsnotify
+// may hold the lock that f waits for while it waits to send an error (it
+// does when it fails to remove the watch of a moved directory): the reader
+// keeps taking errors until f is done.
+func (w *Watcher) whileReading(fsw *fsnotify.Watcher, f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	errs := fsw.Errors
+	for {
+		select {
+		case <-done:
+			return
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil // closed: wait for f alone
+				continue
 			}
 			w.watchError(err)
 		}
@@ -697,12 +731,18 @@ func (w *Watcher) watchError(err error) {
 // watch is removed (see gone), and the volumes that held it forget it and
 // are marked dirty, so that they add it again if it is still wanted.
 func (w *Watcher) markGone(fsw *fsnotify.Watcher, name string) {
-	w.mu.Lock()
-	ts, known := w.gone(name)
-	w.mu.Unlock()
-	if known {
-		_ = fsw.Remove(name)
-	}
+	var ts []target
+	w.whileReading(fsw, func() {
+		w.fsMu.Lock()
+		defer w.fsMu.Unlock()
+		w.mu.Lock()
+		var watch string
+		ts, watch = w.gone(name)
+		w.mu.Unlock()
+		if watch != "" {
+			_ = fsw.Remove(watch)
+		}
+	})
 	for _, t := range ts {
 		w.markAt(w.vols[t.idx], t.path)
 	}
@@ -859,15 +899,6 @@ func (w *Watcher) refreshTree(ctx context.Context, v *volume, t *plainTree, path
 			return false
 		}
 		w.treeUpdates.Add(1)
-		if res.tree == nil {
-			// Caught in the middle of a change: its next event follows.
-			// Until then these paths stay to be read.
-			for _, p := range paths {
-				v.note(p)
-			}
-			w.judge(ctx, v, res, false)
-			return true
-		}
 		v.tree = res.tree
 		v.watchNeed.Store(int64(len(res.dirs)))
 		w.report(v, res.problems)
@@ -1146,16 +1177,8 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (a
 		if have, ok := v.watches[p]; ok && have == id && w.holds(p, v.idx) {
 			continue
 		}
-		w.mu.Lock()
-		stale := w.staleName(p, id)
-		w.mu.Unlock()
-		if stale != "" {
-			// Watched under a path no longer held (renamed since):
-			// events would name that path. Watched afresh under p; what
-			// changes meanwhile is read by the hash that follows.
-			_ = fsw.Remove(stale)
-		}
-		if err := w.addWatch(fsw, p); err != nil {
+		err := w.addHeld(fsw, v, p, id)
+		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				added = true // vanished since the walk: look again
 				continue
@@ -1163,10 +1186,6 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (a
 			w.fallBack(v, err)
 			return false
 		}
-		w.mu.Lock()
-		w.hold(p, id, v.idx)
-		w.mu.Unlock()
-		v.watches[p] = id
 		added = true
 	}
 	for p := range v.watches {
@@ -1185,10 +1204,30 @@ func (w *Watcher) updateWatches(v *volume, want map[string]fileID, keep bool) (a
 // unwatch drops v's watch on p, and the inotify watch if no volume holds it.
 func (w *Watcher) unwatch(fsw *fsnotify.Watcher, v *volume, p string) {
 	delete(v.watches, p)
+	w.fsMu.Lock()
+	defer w.fsMu.Unlock()
 	w.mu.Lock()
 	r := w.release(p, v.idx)
 	w.mu.Unlock()
 	w.apply(fsw, r)
+}
+
+// addHeld adds the inotify watch on p, the directory id, for v.
+func (w *Watcher) addHeld(fsw *fsnotify.Watcher, v *volume, p string, id fileID) error {
+	w.fsMu.Lock()
+	defer w.fsMu.Unlock()
+	w.mu.Lock()
+	r := w.prepare(p, id)
+	w.mu.Unlock()
+	w.apply(fsw, r)
+	if err := w.addWatch(fsw, p); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.hold(p, id, v.idx)
+	w.mu.Unlock()
+	v.watches[p] = id
+	return nil
 }
 
 // fallBack makes v polled instead of watched by inotify, until a retry
