@@ -261,3 +261,40 @@ func TestOldVersionUnwatched(t *testing.T) {
 		t.Errorf("%v events for a 1-key change: the old version's deletion was watched", got)
 	}
 }
+
+// TestPlainTreeWatchLimit runs out of inotify watches for a new
+// subdirectory of a plain directory updated from events: the volume is
+// polled and walked, its changes are still seen, and once watches are
+// available again it goes back to inotify and to updates from events.
+func TestPlainTreeWatchLimit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plain")
+	writeTree(t, dir, baseFiles)
+	var full atomic.Bool
+	h := start(t, Options{Dirs: []string{dir}, PollInterval: 20 * time.Millisecond}, func(w *Watcher) {
+		w.addWatch = func(fsw *fsnotify.Watcher, path string) error {
+			if full.Load() && strings.HasPrefix(path, dir) {
+				return fmt.Errorf("add watch: %w", syscall.ENOSPC)
+			}
+			return fsw.Add(path)
+		}
+	})
+	full.Store(true)
+	writeTree(t, dir, map[string]string{"new/a.conf": "1"}) // its directory cannot be watched
+	h.eventually(t, dir, mustHash(t, dir))
+	writeTree(t, dir, map[string]string{"new/a.conf": "2"}) // seen by the poll alone
+	h.eventually(t, dir, mustHash(t, dir))
+
+	full.Store(false)
+	waitFor(t, "back on inotify", func() bool {
+		return strings.Contains(h.logs.String(), "watching with inotify again instead of polling")
+	})
+	waitFor(t, "poll ticker stopped", func() bool { return !h.w.ticking.Load() })
+	h.quiet(t)
+	updates, walks := h.w.treeUpdates.Load(), h.metric("hashes")
+	writeTree(t, dir, map[string]string{"new/a.conf": "3"})
+	h.eventually(t, dir, mustHash(t, dir))
+	if h.w.treeUpdates.Load() == updates || h.metric("hashes") != walks {
+		t.Errorf("after inotify came back: %d updates and %v walks for an edit, want updates alone",
+			h.w.treeUpdates.Load()-updates, h.metric("hashes")-walks)
+	}
+}
