@@ -731,6 +731,12 @@ func (w *Watcher) watchError(err error) {
 // watch is removed (see gone), and the volumes that held it forget it and
 // are marked dirty, so that they add it again if it is still wanted.
 func (w *Watcher) markGone(fsw *fsnotify.Watcher, name string) {
+	w.mu.Lock()
+	_, held := w.dirOf[name]
+	w.mu.Unlock()
+	if !held {
+		return // a file, or ..data_tmp moved to ..data: nothing to take out
+	}
 	var ts []target
 	w.whileReading(fsw, func() {
 		w.fsMu.Lock()
