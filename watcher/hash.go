@@ -197,6 +197,7 @@ type walk struct {
 	vanished bool // an entry vanished while it was read: something is at work
 	links    bool // a symlink was followed
 	shared   bool // a regular file has other hard links
+	aliased  bool // a directory was reached twice (kindAlias)
 
 	dataDir     string    // the version directory ..data names, if any
 	dataChanged time.Time // the latest mtime of a directory walked inside dataDir
@@ -564,6 +565,7 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 	}
 	if first, ok := w.visited[id]; ok {
 		w.records = append(w.records, record{rel: rel, kind: kindAlias, ref: first})
+		w.aliased = true
 		return
 	}
 	w.visited[id] = rel

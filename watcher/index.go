@@ -79,17 +79,15 @@ func (w *Watcher) detach(p string, id fileID) rename {
 }
 
 // hold records that the volume idx holds a watch on p, the directory id,
-// just added (under the name p unless the directory was watched already).
+// just added (under the name p unless the directory was watched already),
+// after prepare.
 func (w *Watcher) hold(p string, id fileID, idx int) {
 	if w.index[p] == nil {
 		w.index[p] = make(map[int]bool)
 	}
 	w.index[p][idx] = true
-	if old, ok := w.dirOf[p]; ok {
-		if old == id {
-			return
-		}
-		w.detach(p, old) // prepare renamed its watch already
+	if _, ok := w.dirOf[p]; ok {
+		return // the same directory: prepare took p out of another's
 	}
 	w.dirOf[p] = id
 	dw := w.dirWatches[id]
@@ -161,23 +159,18 @@ func (w *Watcher) holdersOf(name string) []target {
 // once, so that a path added for the directory meanwhile gets a watch of
 // its own.
 func (w *Watcher) gone(name string) (ts []target, watch string) {
-	ts = w.holdersOf(name)
 	id, ok := w.dirOf[name]
 	if !ok {
-		delete(w.index, name)
-		return ts, ""
+		return nil, "" // released meanwhile
 	}
-	if dw := w.dirWatches[id]; dw != nil {
-		watch = dw.name
-		for _, p := range dw.paths {
-			delete(w.index, p)
-			delete(w.dirOf, p)
-		}
-		delete(w.dirWatches, id)
+	ts = w.holdersOf(name)
+	dw := w.dirWatches[id] // held: name is one of its paths
+	for _, p := range dw.paths {
+		delete(w.index, p)
+		delete(w.dirOf, p)
 	}
-	delete(w.index, name)
-	delete(w.dirOf, name)
-	return ts, watch
+	delete(w.dirWatches, id)
+	return ts, dw.name
 }
 
 // eventTargets returns the volumes that an event on name concerns, each

@@ -35,11 +35,9 @@ type plainTree struct {
 // tree returns the plainTree of this walk of a root without ..data, whose
 // entries are sorted, or nil if res is no complete hash of a plain tree.
 func (w *walk) tree(sorted []entry, res *hashResult) *plainTree {
-	if runtime.GOOS != "linux" || res.version != "" || res.partial != "" || res.broken != "" || w.links || w.shared || w.vanished {
+	// A directory reached twice without a symlink (aliased) is a bind mount.
+	if runtime.GOOS != "linux" || res.version != "" || res.partial != "" || res.broken != "" || w.links || w.shared || w.aliased || w.vanished {
 		return nil
-	}
-	if slices.ContainsFunc(sorted, func(e entry) bool { return e.kind == kindAlias }) {
-		return nil // a directory reached twice without a symlink: a bind mount
 	}
 	return &plainTree{root: res.root, sum: res.sum, entries: sorted, dirs: w.dirs, problems: w.problems, unreadable: res.unreadable}
 }
@@ -56,7 +54,7 @@ func (w *walk) tree(sorted []entry, res *hashResult) *plainTree {
 // such a moment with the watches in place, as for any other volume.
 func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 	start := time.Now()
-	rels, ok := t.rels(paths)
+	rels, top, ok := t.rels(paths)
 	if !ok {
 		return hashResult{}, false
 	}
@@ -85,7 +83,7 @@ func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 		}
 		w.visitInfo(rel, p, info)
 	}
-	if w.links || w.shared || slices.ContainsFunc(w.records, func(r record) bool { return r.kind == kindAlias }) {
+	if w.links || w.shared || w.aliased {
 		return hashResult{}, false
 	}
 	fresh, unreadable := h.entries(w, "", nil, start)
@@ -94,13 +92,13 @@ func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 	}
 	res = hashResult{root: t.root}
 
-	covered := coverage(rels)
+	covered := func(rel string) bool { return under(top, rel) }
 	next := &plainTree{root: t.root}
 	next.entries = mergeEntries(t.entries, rels, fresh)
 	next.sum, res.versionSum = fold(next.entries)
 	next.dirs = make(map[string]fileID, len(t.dirs)+len(w.dirs))
 	for d, id := range t.dirs {
-		if rel, ok := strings.CutPrefix(d, t.root+string(filepath.Separator)); !ok || !covered(filepath.ToSlash(rel)) {
+		if rel, ok := t.rel(d); !ok || !covered(rel) {
 			next.dirs[d] = id
 		}
 	}
@@ -120,6 +118,7 @@ func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 		}
 	}
 	next.problems = append(next.problems, w.problems...)
+	next.unreadable = unreadable // all inside rels
 	for rel, m := range t.unreadable {
 		if !covered(rel) {
 			if next.unreadable == nil {
@@ -128,37 +127,31 @@ func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 			next.unreadable[rel] = m
 		}
 	}
-	for rel, m := range unreadable {
-		if next.unreadable == nil {
-			next.unreadable = make(map[string]fileMeta)
-		}
-		next.unreadable[rel] = m
-	}
 	res.sum, res.dirs, res.problems, res.unreadable, res.tree = next.sum, next.dirs, next.problems, next.unreadable, next
 	return res, true
 }
 
 // rels returns the visible paths, relative to the root, that paths name, in
-// order and without one inside another; ok is false if the volume must be
-// walked instead (see update).
-func (t *plainTree) rels(paths []string) (rels []string, ok bool) {
+// order and without one inside another, and the same as a set; ok is false
+// if the volume must be walked instead (see update).
+func (t *plainTree) rels(paths []string) (rels []string, top map[string]bool, ok bool) {
 	for _, p := range paths {
-		rel, in := strings.CutPrefix(p, t.root+string(filepath.Separator))
-		if !in || rel == "" {
-			return nil, false
+		rel, in := t.rel(p)
+		if !in {
+			return nil, nil, false
 		}
-		parts := strings.Split(filepath.ToSlash(rel), "/")
+		parts := strings.Split(rel, "/")
 		if hidden(parts[0]) {
-			return nil, false
+			return nil, nil, false
 		}
 		if slices.ContainsFunc(parts, hidden) {
 			continue // below the root, hidden entries are never read
 		}
-		rels = append(rels, strings.Join(parts, "/"))
+		rels = append(rels, rel)
 	}
 	slices.Sort(rels)
 	rels = slices.Compact(rels)
-	top := make(map[string]bool, len(rels))
+	top = make(map[string]bool, len(rels))
 	return slices.DeleteFunc(rels, func(rel string) bool {
 		// An ancestor sorts before what it holds.
 		if under(top, rel) {
@@ -166,17 +159,14 @@ func (t *plainTree) rels(paths []string) (rels []string, ok bool) {
 		}
 		top[rel] = true
 		return false
-	}), true
+	}), top, true
 }
 
-// coverage returns a function that reports whether a visible path is one
-// of rels or inside one of them.
-func coverage(rels []string) func(rel string) bool {
-	set := make(map[string]bool, len(rels))
-	for _, r := range rels {
-		set[r] = true
-	}
-	return func(rel string) bool { return under(set, rel) }
+// rel returns the visible path of the real path p inside the root, or
+// false if p is the root or outside it.
+func (t *plainTree) rel(p string) (string, bool) {
+	rel, in := strings.CutPrefix(p, t.root+string(filepath.Separator))
+	return filepath.ToSlash(rel), in && rel != ""
 }
 
 // under reports whether the visible path rel is in set or inside a path
