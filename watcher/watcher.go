@@ -178,6 +178,7 @@ type volume struct {
 	dirtyMu    sync.Mutex
 	dirtyPaths map[string]bool // paths that events named since a hash took them
 	dirtyAll   bool            // a mark named no path: the next hash walks the volume
+	swapTo     string          // ..data was swapped to this version since a hash took the marks
 
 	full atomic.Bool            // the next hash reads every file (resync, lost events)
 	seen atomic.Pointer[string] // ..data's target when the last hash started, nil if none
@@ -637,7 +638,11 @@ func (w *Watcher) markSwap(name string) bool {
 	}
 	w.mu.Unlock()
 	for _, i := range dirty {
-		w.mark(w.vols[i])
+		v := w.vols[i]
+		v.dirtyMu.Lock()
+		v.swapTo = target
+		v.dirtyMu.Unlock()
+		w.kick(v)
 	}
 	return true
 }
@@ -779,6 +784,11 @@ func (w *Watcher) mark(v *volume) { w.markAt(v, "") }
 // name is "".
 func (w *Watcher) markAt(v *volume, name string) {
 	v.note(name)
+	w.kick(v)
+}
+
+// kick has v's goroutine re-hash it, once more if it is hashing it now.
+func (w *Watcher) kick(v *volume) {
 	v.pending.Add(1)
 	select {
 	case v.kick <- struct{}{}:
@@ -813,9 +823,34 @@ func (v *volume) takeDirty() (paths []string, all bool) {
 	for p := range v.dirtyPaths {
 		paths = append(paths, p)
 	}
-	all = v.dirtyAll
-	v.dirtyPaths, v.dirtyAll = nil, false
+	all = v.dirtyAll || v.swapTo != ""
+	v.dirtyPaths, v.dirtyAll, v.swapTo = nil, false, ""
 	return paths, all
+}
+
+// markedSince reports whether v was marked since its hash took the marks,
+// other than by the swap of ..data to version, which that hash read. If
+// not, the kick still pending is dropped: the hash has seen what it was
+// for. The reader's events of one burst (the new version's directory, then
+// ..data) often come after the volume's goroutine was started by the first
+// of them and took its mark: the mark noted before that, or the swap to
+// the very version read, does not make the hash stale.
+func (v *volume) markedSince(version string) bool {
+	v.dirtyMu.Lock()
+	defer v.dirtyMu.Unlock()
+	if v.dirtyAll || len(v.dirtyPaths) > 0 || (v.swapTo != "" && v.swapTo != version) {
+		return true
+	}
+	// A marker notes before it kicks, and notes under dirtyMu: a kick
+	// pending now is for a mark already taken, and one noted after this
+	// finds the channel empty.
+	v.swapTo = ""
+	select {
+	case <-v.kick:
+		v.pending.Add(-1)
+	default:
+	}
+	return false
 }
 
 // idle reports whether no volume is dirty or being re-hashed because it
@@ -935,7 +970,7 @@ func (w *Watcher) judge(ctx context.Context, v *volume, res hashResult, initial 
 	partial := res.partial
 	switch {
 	case partial != "" || initial || res.sum == v.hash:
-	case len(v.kick) > 0:
+	case len(v.kick) > 0 && v.markedSince(res.version):
 		// Marked dirty again while it was hashed: what was hashed is
 		// already stale, and the next hash follows at once.
 		partial = reasonStale

@@ -377,6 +377,7 @@ func TestKubeletUpdates(t *testing.T) {
 // they are read, and one per update, or two when the walk started by the
 // creation of the new version directory sees a later event of the same
 // update. A walk that ran before the watches existed would be redone.
+// (TestLateMarks checks which later events do not make a walk stale.)
 func TestHashesPerUpdate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "config")
 	vol := kubelet.New(dir)
@@ -400,6 +401,89 @@ func TestHashesPerUpdate(t *testing.T) {
 	waitFor(t, "the volume idle", h.w.idle)
 	if got, most := h.metric("hashes"), float64(2+2*updates); got > most {
 		t.Errorf("hotreload_volume_hashes_total = %v after %d updates, want at most %v", got, updates, most)
+	}
+}
+
+// TestLateMarks checks which marks, made while a kubelet volume was hashed,
+// make the hash stale (another follows, and this one is not reported). The
+// reader often gets to the events of an update (the new version's
+// directory, its chmod, ..data) only after the first of them has started
+// the volume's goroutine: a kick for a mark the hash already took, or the
+// swap of ..data to the version the hash read, must not. They did, and a
+// quarter of the updates were hashed twice in a row, with the reload
+// waiting for both.
+func TestLateMarks(t *testing.T) {
+	dir := t.TempDir()
+	const read, next = "..2026_11_23_08_00_00.1", "..2026_11_23_08_01_00.2"
+	if err := os.Symlink(read, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(log.NewNopLogger(), prometheus.NewRegistry(), Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.newVolumes() // running, as Run makes them: no goroutine takes the kicks
+	v := w.vols[0]
+	w.mu.Lock()
+	w.hold(dir, idOf(dir, mustStat(t, dir)), v.idx)
+	w.mu.Unlock()
+	swapTo := func(target string) func() {
+		return func() {
+			if err := os.Remove(filepath.Join(dir, "..data")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, filepath.Join(dir, "..data")); err != nil {
+				t.Fatal(err)
+			}
+			if !w.markSwap(filepath.Join(dir, "..data")) {
+				t.Fatal("markSwap did not handle ..data")
+			}
+		}
+	}
+	for i, tc := range []struct {
+		name  string
+		mark  func() // after the hash took the marks
+		stale bool
+	}{
+		{"nothing", func() {}, false},
+		{"the kick of a mark noted before the hash took it", func() { w.kick(v) }, false},
+		{"the swap of ..data to the version read", swapTo(read), false},
+		{"the swap of ..data to another version", swapTo(next), true},
+		{"an event at a path", func() { w.markAt(v, filepath.Join(dir, "a.conf")) }, true},
+		{"a mark without a path (resync, settle timer)", func() { w.mark(v) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			swapTo(read)()
+			v.takeDirty()
+			for len(v.kick) > 0 {
+				<-v.kick
+			}
+			v.pending.Store(0)
+			v.seen.Store(nil) // no hash under way: every swap marks
+			tc.mark()
+			sum := [32]byte{byte(i + 1)}
+			w.judge(context.Background(), v, hashResult{sum: sum, version: read}, false)
+			v.stopSettle()
+			select {
+			case c := <-w.Changes():
+				if tc.stale {
+					t.Errorf("reported %x; want it stale", c.Hash[:1])
+				}
+				if len(v.kick) != 0 || v.pending.Load() != 0 {
+					t.Errorf("reported, with %d kicks and %d marks left; want the late kick dropped", len(v.kick), v.pending.Load())
+				}
+			default:
+				if !tc.stale {
+					t.Error("not reported; want it reported")
+				}
+				if len(v.kick) != 1 {
+					t.Errorf("stale with %d kicks pending; want the next hash to follow", len(v.kick))
+				}
+				if _, all := v.takeDirty(); !all && tc.name != "an event at a path" {
+					t.Error("stale, and the next hash need not walk the volume")
+				}
+			}
+		})
 	}
 }
 
