@@ -3,11 +3,7 @@ package watcher
 import (
 	"context"
 	"maps"
-	"time"
 )
-
-// initialPoll is how often Initial checks whether the watcher is ready.
-const initialPoll = 10 * time.Millisecond
 
 // Initial waits until the watcher is Ready (Run has hashed every directory
 // that existed at start and watches it), then returns the content hash of
@@ -22,14 +18,10 @@ const initialPoll = 10 * time.Millisecond
 // first.
 func (w *Watcher) Initial(ctx context.Context) (map[string][32]byte, error) {
 	if !w.Ready() {
-		tick := time.NewTicker(initialPoll)
-		defer tick.Stop()
-		for !w.Ready() {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-tick.C:
-			}
+		select {
+		case <-w.readyc:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	w.mu.Lock()

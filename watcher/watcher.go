@@ -94,6 +94,7 @@ type Watcher struct {
 	settle  time.Duration
 	changes chan Change
 	ready   atomic.Bool
+	readyc  chan struct{} // closed when ready is set
 	running atomic.Bool
 
 	stop context.CancelFunc // cancels vctx
@@ -234,6 +235,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 		poll:       opts.Poll,
 		settle:     settleTimeout,
 		changes:    make(chan Change, len(dirs)),
+		readyc:     make(chan struct{}),
 		hasher:     hasher{},
 		newWatch:   fsnotify.NewWatcher,
 		addWatch:   func(fsw *fsnotify.Watcher, path string) error { return fsw.Add(path) },
@@ -307,6 +309,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return nil
 	}
 	w.ready.Store(true)
+	close(w.readyc)
 	level.Debug(w.logger).Log("msg", "watcher ready", "dirs", len(w.vols))
 	w.loop(ctx, &readers)
 	return nil
