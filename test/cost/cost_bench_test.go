@@ -55,14 +55,14 @@ func volumes(tb testing.TB, n, files int) (vols []*kubelet.Volume, dirs []string
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 func mb(kib float64) float64     { return kib * 1024 / 1e6 }
 
-// BenchmarkIdle measures, with 10 and 300 kubelet volumes of 2 keys each,
+// BenchmarkIdle measures, with 10, 300 and 1000 kubelet volumes of 2 keys each,
 // the idle resident memory of hotreload and of the floor program, where it
 // goes (smaps_rollup, smaps by mapping, the Go runtime's own figures from
 // hotreload's go_* series), the growth from one scrape (the collectors), and,
 // with 10 volumes, idle CPU over 25 s scaled to a minute.
 func BenchmarkIdle(b *testing.B) {
 	hr, fl := binaries(b)
-	for _, n := range []int{10, 300} {
+	for _, n := range []int{10, 300, 1000} {
 		b.Run(fmt.Sprintf("volumes=%d", n), func(b *testing.B) {
 			a := newApp(b)
 			vols, dirs := volumes(b, n, 2)
