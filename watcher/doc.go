@@ -72,7 +72,9 @@
 //     shows no item at all; an entry vanished while it was read; the
 //     listing of the root or of the version directory differed after the
 //     files were read; or the volume was marked dirty again while it was
-//     hashed (what was hashed is already stale). The next step makes an event, and the volume is re-hashed
+//     hashed (what was hashed is already stale; not by the swap of ..data
+//     to the version the hash read, nor by an event noted before the hash
+//     began). The next step makes an event, and the volume is re-hashed
 //     then. A state that lasts longer than the settle bound (2s) is not a
 //     writer at work but a hand-made directory, or a ConfigMap emptied on
 //     purpose: it is reported, with a warning.

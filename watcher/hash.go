@@ -150,6 +150,10 @@ type hashOpts struct {
 // linkRead is a target of ..data ("" if there is none) read in root.
 type linkRead struct {
 	root, target string
+	// version and its stat, if set, are the directory that target names,
+	// as resolveVersion found it: the hash need not look it up again.
+	version     string
+	versionInfo os.FileInfo
 }
 
 // hash hashes root, redoing it if the kubelet swapped ..data meanwhile.
@@ -217,7 +221,11 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	// A kubelet volume: the version directory that ..data names is watched
 	// (the kubelet never writes into it, but someone else might), and its
 	// top-level entries are compared with the visible ones below.
-	dataDir, dataNames, dataEntries := w.versionDir(real, target, &res)
+	var known *linkRead
+	if a := opts.ahead; a != nil && a.root == real && a.target == target && a.versionInfo != nil {
+		known = a
+	}
+	dataDir, dataNames, dataEntries := w.versionDir(real, target, known, &res)
 	// As listed (one lstat less): one created since is in the second
 	// listing, which unsettled compares.
 	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == dataLink+"_tmp" }) {
@@ -302,14 +310,23 @@ func newWalk(real string, info os.FileInfo) *walk {
 	return w
 }
 
-// versionDir resolves the version directory that ..data (target) names,
-// watches it and lists it. It returns "" and records the volume as broken
-// if target names no directory, and "" alone if there is no ..data.
-func (w *walk) versionDir(real, target string, res *hashResult) (dir string, names []string, entries []os.DirEntry) {
+// versionDir resolves the version directory that ..data (target) names
+// (known, if not nil, has resolved it already), watches it and lists it. It
+// returns "" and records the volume as broken if target names no
+// directory, and "" alone if there is no ..data.
+func (w *walk) versionDir(real, target string, known *linkRead, res *hashResult) (dir string, names []string, entries []os.DirEntry) {
 	if target == "" {
 		return "", nil, nil
 	}
-	dir, dirInfo, err := resolveVersion(real, target)
+	var (
+		dirInfo os.FileInfo
+		err     error
+	)
+	if known != nil {
+		dir, dirInfo = known.version, known.versionInfo
+	} else {
+		dir, dirInfo, err = resolveVersion(real, target)
+	}
 	if err == nil {
 		entries, err = os.ReadDir(dir)
 	}

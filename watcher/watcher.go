@@ -552,9 +552,16 @@ func (w *Watcher) readEvents(fsw *fsnotify.Watcher) {
 				// The old versions leave the index before the volume is
 				// marked, and their inotify watches are removed after
 				// (inotify_rm_watch takes a while): the hash of the new
-				// version need not wait for it.
-				drop := w.dropOldVersions(filepath.Dir(ev.Name))
-				handled := ev.Has(fsnotify.Create) && w.markSwap(ev.Name)
+				// version need not wait for it. Both read ..data once.
+				target, err := os.Readlink(ev.Name)
+				var drop []rename
+				if err == nil {
+					drop = w.dropOldVersions(filepath.Dir(ev.Name), target)
+				}
+				handled := err == nil && ev.Has(fsnotify.Create)
+				if handled {
+					w.markSwap(ev.Name, target)
+				}
 				if len(drop) > 0 {
 					// No volume adds an old version again: the index
 					// changed first, the watches go after the mark.
@@ -621,17 +628,13 @@ func (w *Watcher) whileReading(fsw *fsnotify.Watcher, f func()) {
 	}
 }
 
-// markSwap handles the arrival of the link name (a ..data) by a rename: it
-// marks dirty every volume that watches its directory, except one whose
-// last hash, done or under way, already read ..data as naming what it names
-// now: the swap happened before that hash read ..data (a hash started by
-// the event of ..data_tmp often sees the swap), so a second hash would only
-// read the same new version again. It reports whether it handled the event.
-func (w *Watcher) markSwap(name string) bool {
-	target, err := os.Readlink(name)
-	if err != nil {
-		return false
-	}
+// markSwap handles the arrival of the link name (a ..data, now naming
+// target) by a rename: it marks dirty every volume that watches its
+// directory, except one whose last hash, done or under way, already read
+// ..data as naming target: the swap happened before that hash read ..data
+// (a hash started by the event of ..data_tmp often sees the swap), so a
+// second hash would only read the same new version again.
+func (w *Watcher) markSwap(name, target string) {
 	w.mu.Lock()
 	var dirty []int
 	for _, t := range w.holdersOf(filepath.Dir(name)) {
@@ -647,7 +650,6 @@ func (w *Watcher) markSwap(name string) bool {
 		v.dirtyMu.Unlock()
 		w.kick(v)
 	}
-	return true
 }
 
 // versionDir reports whether name is one the kubelet gives its version
@@ -696,12 +698,8 @@ func (w *Watcher) otherVersion(name string) bool {
 // version directories of the volume root that ..data no longer names, and
 // returns them for the caller to remove: the kubelet is about to delete
 // them, and a watch there would report every file it deletes. The volume's
-// goroutine forgets them at its next refresh.
-func (w *Watcher) dropOldVersions(root string) []rename {
-	target, err := os.Readlink(filepath.Join(root, dataLink))
-	if err != nil {
-		return nil
-	}
+// goroutine forgets them at its next refresh. target is what ..data names.
+func (w *Watcher) dropOldVersions(root, target string) []rename {
 	current := filepath.Join(root, target)
 	prefix := root + string(filepath.Separator) + ".."
 	var drop []rename
@@ -1053,6 +1051,7 @@ func (w *Watcher) watchAhead(v *volume) *linkRead {
 	if target != "" {
 		if dir, info, err := resolveVersion(root, target); err == nil {
 			want[dir] = idOf(dir, info)
+			read.version, read.versionInfo = dir, info
 		}
 	}
 	w.updateWatches(v, want, true)
