@@ -534,12 +534,14 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 		at := time.Now()
 		err := t.n.Notify(ctx)
 		if err == nil {
-			t.success.Inc()
+			// Counted last: a scrape that sees the reload counted sees
+			// the rest of it too (tests wait on the count).
 			t.lastOK.Set(1)
 			t.lastTS.SetToCurrentTime()
 			took := time.Since(start)
 			t.duration.Observe(took.Seconds())
 			t.r.delivered(t, c, at)
+			t.success.Inc()
 			level.Info(t.logger).Log("msg", "reloaded", "attempts", attempt, "duration", took.Round(time.Millisecond))
 			return true
 		}
@@ -547,10 +549,13 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 			level.Warn(t.logger).Log("msg", "shutdown grace period over, reload abandoned", "err", err)
 			return false
 		}
-		t.failure.Inc()
 		t.lastOK.Set(0)
-		if t.opts.Retries > 0 && attempt >= t.opts.Retries {
+		exhausted := t.opts.Retries > 0 && attempt >= t.opts.Retries
+		if exhausted {
 			t.duration.Observe(time.Since(start).Seconds())
+		}
+		t.failure.Inc() // last, as success is
+		if exhausted {
 			level.Error(t.logger).Log("msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt, "err", err)
 			return false
 		}
