@@ -215,15 +215,15 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	if err != nil {
 		return hashResult{}, err
 	}
-	w := newWalk(real, info)
+	w := newWalk(real, idOf(real, info))
 	res := hashResult{version: target, root: real}
 
 	// A kubelet volume: the version directory that ..data names is watched
 	// (the kubelet never writes into it, but someone else might), and its
 	// top-level entries are compared with the visible ones below.
 	var known *linkRead
-	if a := opts.ahead; a != nil && a.root == real && a.target == target && a.versionInfo != nil {
-		known = a
+	if a := opts.ahead; a != nil && a.root == real && a.versionInfo != nil {
+		known = a // readRoot took its target too
 	}
 	dataDir, dataNames, dataEntries := w.versionDir(real, target, known, &res)
 	// As listed (one lstat less): one created since is in the second
@@ -296,14 +296,14 @@ func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target
 	return real, info, target, entries, nil
 }
 
-func newWalk(real string, info os.FileInfo) *walk {
+// newWalk returns a walk from the real root, the directory rootID.
+func newWalk(real string, rootID fileID) *walk {
 	w := &walk{
 		visited:  make(map[fileID]string),
 		onPath:   make(map[fileID]bool),
 		dirs:     make(map[string]fileID),
 		fileDirs: make(map[string]bool),
 	}
-	rootID := idOf(real, info)
 	w.visited[rootID] = "."
 	w.onPath[rootID] = true
 	w.dirs[real] = rootID

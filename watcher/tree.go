@@ -62,15 +62,7 @@ func (h hasher) update(t *plainTree, paths []string) (res hashResult, ok bool) {
 		return hashResult{sum: t.sum, versionSum: emptyHash, dirs: t.dirs, problems: t.problems, unreadable: t.unreadable, root: t.root, tree: t}, true
 	}
 
-	w := &walk{
-		visited:  make(map[fileID]string),
-		onPath:   make(map[fileID]bool),
-		dirs:     make(map[string]fileID),
-		fileDirs: make(map[string]bool),
-	}
-	rootID := t.dirs[t.root]
-	w.visited[rootID] = "."
-	w.onPath[rootID] = true
+	w := newWalk(t.root, t.dirs[t.root])
 	ancestors := make(map[string]lookup)
 	for _, rel := range rels {
 		p := filepath.Join(t.root, filepath.FromSlash(rel))

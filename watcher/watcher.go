@@ -645,9 +645,7 @@ func (w *Watcher) markSwap(name, target string) {
 	w.mu.Unlock()
 	for _, i := range dirty {
 		v := w.vols[i]
-		v.dirtyMu.Lock()
-		v.swapTo = target
-		v.dirtyMu.Unlock()
+		v.noteSwap(target)
 		w.kick(v)
 	}
 }
@@ -816,6 +814,14 @@ func (v *volume) note(name string) {
 	}
 }
 
+// noteSwap records that ..data was swapped to target, for the next hash of
+// v to take (it walks the volume).
+func (v *volume) noteSwap(target string) {
+	v.dirtyMu.Lock()
+	defer v.dirtyMu.Unlock()
+	v.swapTo = target
+}
+
 // takeDirty returns, and forgets, the paths noted since it was last
 // called, and whether a change was noted without a path.
 func (v *volume) takeDirty() (paths []string, all bool) {
@@ -916,11 +922,9 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 			w.judge(ctx, v, res, initial)
 			return
 		}
-		v.watchNeed.Store(int64(len(res.dirs)))
-		w.report(v, res.problems)
 		// A broken volume keeps the watches it had: where it was whole is
 		// where its repair shows.
-		if w.updateWatches(v, res.dirs, res.broken != "") && attempt < maxRehashes {
+		if w.takeIn(v, res, res.broken != "") && attempt < maxRehashes {
 			continue // a new directory may have been filled before its watch existed
 		}
 		if !v.polling {
@@ -942,9 +946,7 @@ func (w *Watcher) refreshTree(ctx context.Context, v *volume, t *plainTree, path
 		}
 		w.treeUpdates.Add(1)
 		v.tree = res.tree
-		v.watchNeed.Store(int64(len(res.dirs)))
-		w.report(v, res.problems)
-		if w.updateWatches(v, res.dirs, false) && attempt < maxRehashes {
+		if w.takeIn(v, res, false) && attempt < maxRehashes {
 			t = res.tree
 			continue // a new directory may have been filled before its watch existed
 		}
@@ -954,6 +956,16 @@ func (w *Watcher) refreshTree(ctx context.Context, v *volume, t *plainTree, path
 		w.judge(ctx, v, res, false)
 		return true
 	}
+}
+
+// takeIn records what the hash res of v found, its problems and the
+// directories to watch (keep: and those watched already), and reports
+// whether it added a watch: a new directory may have been filled before
+// its watch existed, and the hash is done again.
+func (w *Watcher) takeIn(v *volume, res hashResult, keep bool) (added bool) {
+	v.watchNeed.Store(int64(len(res.dirs)))
+	w.report(v, res.problems)
+	return w.updateWatches(v, res.dirs, keep)
 }
 
 // judge decides whether the hash res of v is reported: see "What is never
