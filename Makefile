@@ -9,11 +9,11 @@ BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown
 # a build is reproducible.
 VERSIONPKG := github.com/prometheus/common/version
 LDFLAGS   := -s -w -X $(VERSIONPKG).Version=$(VERSION) -X $(VERSIONPKG).Revision=$(REVISION) -X $(VERSIONPKG).Branch=$(BRANCH)
-# No inlining: the binary is 1.2 MB smaller and an idle hotreload 0.9 MiB
-# smaller in resident memory (10.3 instead of 11.2 MiB, make bench), at no
-# measurable cost to reload latency. internal/binary builds with the same flags.
-GCFLAGS   := all=-l
-GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -gcflags '$(GCFLAGS)' -ldflags '$(LDFLAGS)'
+# The compiler's defaults, inlining included: turning it off (-gcflags=all=-l)
+# makes the binary 1.2 MB smaller but a change cost 17 % more CPU (make bench),
+# and saves no idle memory since hotreload gives its start-up pages back.
+# internal/binary builds with the same flags.
+GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x
 IMAGE     ?= hotreload:$(VERSION)
 CONTROLLER_IMAGE ?= hotreload-controller:$(VERSION)

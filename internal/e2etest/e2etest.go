@@ -70,8 +70,8 @@ var release struct {
 	err  error
 }
 
-// Release builds hotreload as the Makefile does (static, stripped, no
-// inlining; see binary.Build), once per test binary, and returns its path.
+// Release builds hotreload as the Makefile does (static, stripped; see
+// binary.Build), once per test binary, and returns its path.
 // Benchmarks run it, since memory and latency depend on how it is built.
 // Call Cleanup from TestMain to remove it.
 func Release(tb testing.TB) string {

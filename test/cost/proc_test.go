@@ -20,8 +20,8 @@ import (
 )
 
 // buildFlags are the Makefile's release flags (GOBUILD): static, trimmed,
-// stripped, no inlining.
-var buildFlags = []string{"build", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w"}
+// stripped.
+var buildFlags = []string{"build", "-trimpath", "-ldflags=-s -w"}
 
 var built struct {
 	once      sync.Once
