@@ -26,6 +26,13 @@ const dataLink = "..data"
 // swapped ..data while it was being read.
 const maxHashAttempts = 3
 
+// maxLinkedNames bounds the items of a kubelet volume walked by linkedWalk.
+// It saves a fixed 0.05-0.1 ms of latency per update; when it finds out
+// only after the files that the volume must be walked in full (an update
+// that removes a key, whose link the kubelet unlinks after the swap), it
+// has read them for nothing: 64 small files take about 1 ms.
+const maxLinkedNames = 64
+
 var (
 	errNotDir       = errors.New("is a file, not a directory")
 	errSymlinkLoop  = errors.New("symlink loop")
@@ -116,8 +123,13 @@ type hashResult struct {
 	// read, by visible path.
 	unreadable map[string]fileMeta
 
-	// root is the real path of the root.
-	root string
+	// root is the real path of the root, and rootID its identity.
+	root   string
+	rootID fileID
+
+	// linked says that the root was walked by the names of the version
+	// directory (see linkedWalk).
+	linked bool
 
 	// skipped says that the files were not read (hashOpts.lazy): sum,
 	// versionSum, problems and unreadable are not known.
@@ -145,6 +157,14 @@ type hashOpts struct {
 	// ahead.root, read just before the hash: the hash takes it as its own
 	// first read of ..data if it resolves root to the same directory.
 	ahead *linkRead
+	// last is the root as the last hash resolved it, if any.
+	last rootSeen
+}
+
+// rootSeen is a root as a hash resolved it: its real path and identity.
+type rootSeen struct {
+	real string
+	id   fileID
 }
 
 // linkRead is a target of ..data ("" if there is none) read in root.
@@ -211,12 +231,13 @@ type walk struct {
 // hashOnce walks root once.
 func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	start := time.Now()
-	real, info, target, entries, err := readRoot(root, opts)
+	real, info, target, err := readRoot(root, opts)
 	if err != nil {
 		return hashResult{}, err
 	}
-	w := newWalk(real, idOf(real, info))
-	res := hashResult{version: target, root: real}
+	rootID := idOf(real, info)
+	w := newWalk(real, rootID)
+	res := hashResult{version: target, root: real, rootID: rootID}
 
 	// A kubelet volume: the version directory that ..data names is watched
 	// (the kubelet never writes into it, but someone else might), and its
@@ -226,6 +247,18 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 		known = a // readRoot took its target too
 	}
 	dataDir, dataNames, dataEntries := w.versionDir(real, target, known, &res)
+	if dataDir != "" && len(dataNames) > 0 && len(dataNames) <= maxLinkedNames {
+		if linked, ok := h.linkedWalk(w, res, dataNames, dataEntries, opts, start); ok {
+			return linked, nil
+		}
+		w = newWalk(real, rootID)
+		res = hashResult{version: target, root: real, rootID: rootID}
+		dataDir, dataNames, dataEntries = w.versionDir(real, target, known, &res)
+	}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
+	}
 	// As listed (one lstat less): one created since is in the second
 	// listing, which unsettled compares.
 	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == dataLink+"_tmp" }) {
@@ -269,13 +302,13 @@ func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
 	return res, nil
 }
 
-// readRoot resolves root, reads where ..data points (before the entries: if
-// the kubelet swaps it during the walk, hash sees a different target
-// afterwards and hashes again) and lists root.
-func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target string, entries []os.DirEntry, err error) {
-	real, info, err = resolveRoot(root)
+// readRoot resolves root and reads where ..data points (before anything is
+// listed: if the kubelet swaps it during the walk, hash sees a different
+// target afterwards and hashes again).
+func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target string, err error) {
+	real, info, err = resolveRootFrom(root, opts.last)
 	if err != nil {
-		return "", nil, "", nil, fmt.Errorf("hash %s: %w", root, err)
+		return "", nil, "", fmt.Errorf("hash %s: %w", root, err)
 	}
 	if a := opts.ahead; a != nil && a.root == real {
 		target = a.target
@@ -289,12 +322,51 @@ func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target
 			opts.seen.Store(&target)
 		}
 	}
-	entries, err = os.ReadDir(real)
-	if err != nil {
-		return "", nil, "", nil, fmt.Errorf("hash %s: %w", root, err)
-	}
-	return real, info, target, entries, nil
+	return real, info, target, nil
 }
+
+// linkedWalk is the walk of a kubelet volume as the kubelet leaves it: the
+// visible names of the root are links to the items of the version
+// directory (names, as listed in dataEntries), and nothing else. It takes
+// those names as the root's, reads the files through the links, and lists
+// the root once, after the files: if the root then shows the same names,
+// the walk is the one a listing of the root first would have made. Right
+// after a swap the kubelet deletes the old version directory beside the
+// root's entries, and a listing of the root at that moment waits for it,
+// which took half the latency of a reload (make bench). It reports false
+// for any other volume or moment (a link missing or dangling, a name more
+// in the root, a problem, a state half-way through an update): the volume
+// is then walked in full. w and res are those of the walk so far, with
+// the version directory read.
+func (h hasher) linkedWalk(w *walk, res hashResult, names []string, dataEntries []os.DirEntry, opts hashOpts, start time.Time) (hashResult, bool) {
+	links := make([]os.DirEntry, len(names))
+	for i, n := range names {
+		links[i] = linkEntry(n)
+	}
+	if _, dangling := w.visitEntries(res.root, w.dataDir, links, &res); w.vanished || dangling > 0 || res.partial != "" || len(w.problems) > 0 {
+		return hashResult{}, false
+	}
+	w.watchFileDirs()
+	sorted, unreadable := h.entries(w, w.dataDir, opts.cache, start)
+	if w.unsettled(res.root, w.dataDir, links, dataEntries) != "" {
+		return hashResult{}, false // compared with the root's names as they are now
+	}
+	res.sum, res.versionSum = fold(sorted)
+	res.unreadable = unreadable
+	res.dirs = w.dirs
+	res.problems = w.problems
+	res.linked = true
+	return res, true
+}
+
+// linkEntry is a directory entry of the kubelet's kind in a volume's root:
+// a symlink named name.
+type linkEntry string
+
+func (e linkEntry) Name() string               { return string(e) }
+func (e linkEntry) IsDir() bool                { return false }
+func (e linkEntry) Type() fs.FileMode          { return fs.ModeSymlink }
+func (e linkEntry) Info() (fs.FileInfo, error) { return nil, errors.New("linkEntry has no FileInfo") }
 
 // newWalk returns a walk from the real root, the directory rootID.
 func newWalk(real string, rootID fileID) *walk {
@@ -452,6 +524,21 @@ func resolveRoot(root string) (string, os.FileInfo, error) {
 		err = errNotDir
 	}
 	return real, info, err
+}
+
+// resolveRootFrom is resolveRoot for a root that last resolved it, if
+// last.real is root itself (no symlink on its way) and it has an identity.
+// A directory keeps its identity wherever it moves, so a root that still
+// reaches a directory of that identity reaches the same one, and is still a
+// path to it: one stat shows it, against one lstat per path component for
+// the full resolution, which any other answer gets.
+func resolveRootFrom(root string, last rootSeen) (string, os.FileInfo, error) {
+	if last.real == root && last.id.ino != 0 {
+		if info, err := os.Stat(root); err == nil && info.IsDir() && idOf(root, info) == last.id {
+			return root, info, nil
+		}
+	}
+	return resolveRoot(root)
 }
 
 // resolveVersion returns the real path and the stat of the directory that

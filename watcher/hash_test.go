@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/hotreload/hotreload/internal/e2etest"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -520,12 +521,63 @@ func TestHashDirStates(t *testing.T) {
 		visible  map[string]string // what an app sees
 		partial  string            // substring of the reason; "" for none
 		broken   string
-		problems int // dangling links that are not the kubelet's
+		problems int  // dangling links that are not the kubelet's
+		linked   bool // walked by the version directory's names (linkedWalk)
 	}{
 		{
 			name:    "kubelet volume",
 			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, baseFiles) },
 			visible: baseFiles,
+			linked:  true,
+		},
+		{
+			name: "kubelet volume whose link names another item",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, baseFiles)
+				relink(t, "..data/conf.d/default.conf", filepath.Join(dir, "app.properties"))
+			},
+			visible: map[string]string{"app.properties": "listen 80;\n", "conf.d/default.conf": "listen 80;\n", "conf.d/tls/key.pem": baseFiles["conf.d/tls/key.pem"]},
+			linked:  true,
+		},
+		{
+			name:    "kubelet volume of more items than linkedWalk takes",
+			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, itemFiles(maxLinkedNames+1)) },
+			visible: itemFiles(maxLinkedNames + 1),
+		},
+		{
+			name:    "kubelet volume of as many items as linkedWalk takes",
+			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, itemFiles(maxLinkedNames)) },
+			visible: itemFiles(maxLinkedNames),
+			linked:  true,
+		},
+		{
+			name: "kubelet volume with a file of its own in the root",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, baseFiles)
+				writeTree(t, dir, map[string]string{"extra.conf": "x"})
+			},
+			visible: withFile(baseFiles, "extra.conf", "x"),
+		},
+		{
+			name: "kubelet volume with a link of its own in the root",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, baseFiles)
+				outside := filepath.Join(t.TempDir(), "outside.conf")
+				writeTree(t, filepath.Dir(outside), map[string]string{"outside.conf": "o"})
+				symlink(t, outside, filepath.Join(dir, "extra.conf"))
+			},
+			visible: withFile(baseFiles, "extra.conf", "o"),
+		},
+		{
+			name: "kubelet volume with a key link replaced by a file",
+			setup: func(t *testing.T, dir string) {
+				writeVolume(t, dir, baseFiles)
+				if err := os.Remove(filepath.Join(dir, "app.properties")); err != nil {
+					t.Fatal(err)
+				}
+				writeTree(t, dir, map[string]string{"app.properties": "mine"})
+			},
+			visible: withFile(baseFiles, "app.properties", "mine"),
 		},
 		{
 			name:    "plain directory",
@@ -680,8 +732,27 @@ func TestHashDirStates(t *testing.T) {
 			if len(res.problems) != tt.problems {
 				t.Errorf("problems = %v, want %d: the kubelet's own links are not problems", res.problems, tt.problems)
 			}
+			if res.linked != tt.linked {
+				t.Errorf("walked by the version directory's names: %v, want %v", res.linked, tt.linked)
+			}
 		})
 	}
+}
+
+// itemFiles returns n files, one line each.
+func itemFiles(n int) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("key%03d.conf", i)] = fmt.Sprintf("value %d\n", i)
+	}
+	return m
+}
+
+// withFile returns files with name set to content.
+func withFile(files map[string]string, name, content string) map[string]string {
+	m := maps.Clone(files)
+	m[name] = content
+	return m
 }
 
 // TestHashDirStable pins the hash of two small directories to the values
@@ -705,6 +776,66 @@ func TestHashDirStable(t *testing.T) {
 	} {
 		if got := fmt.Sprintf("%x", mustHash(t, dir)); got != want {
 			t.Errorf("HashDir(%s) = %s, want %s as before", filepath.Base(dir), got, want)
+		}
+	}
+}
+
+// TestResolveRootFrom: a root that the last hash found to be its own real
+// path is looked at with one stat while it reaches the same directory, and
+// resolved afresh once it reaches another.
+func TestResolveRootFrom(t *testing.T) {
+	base := t.TempDir()
+	root, other := filepath.Join(base, "config"), filepath.Join(base, "other")
+	for _, d := range []string{root, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resolve := func(t *testing.T, last rootSeen) (string, fileID) {
+		t.Helper()
+		real, info, err := resolveRootFrom(root, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return real, idOf(real, info)
+	}
+	real, id := resolve(t, rootSeen{})
+	last := rootSeen{real, id}
+	if real != root {
+		t.Fatalf("real path of %s = %s", root, real)
+	}
+	if got, gotID := resolve(t, last); got != root || gotID != id {
+		t.Errorf("unchanged: %s %v, want %s %v", got, gotID, root, id)
+	}
+
+	// Moved, and reached through a symlink: the same directory, which the
+	// root still reaches.
+	if err := os.Rename(root, filepath.Join(base, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, "moved", root)
+	if got, gotID := resolve(t, last); got != root || gotID != id {
+		t.Errorf("moved behind a symlink: %s %v, want %s %v", got, gotID, root, id)
+	}
+
+	// The symlink now names another directory: resolved afresh.
+	if err := os.Remove(root); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, "other", root)
+	want, err := filepath.EvalSymlinks(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotID := resolve(t, last)
+	if got != want || gotID == id {
+		t.Errorf("symlink to another directory: %s %v, want %s (not %v)", got, gotID, want, id)
+	}
+	// Without an identity, or for a root that was not its own real path,
+	// always resolved.
+	for _, l := range []rootSeen{{real: root}, {real: want, id: gotID}} {
+		if got, _ := resolve(t, l); got != want {
+			t.Errorf("last %+v: %s, want %s", l, got, want)
 		}
 	}
 }

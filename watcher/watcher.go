@@ -174,6 +174,7 @@ type volume struct {
 	settleTimer  *time.Timer
 	cache        digestCache // digests of the files last hashed
 	root         string      // the real path of the root at the last hash
+	rootID       fileID      // and its identity
 	tree         *plainTree  // the last complete hash, if the volume is a plain tree
 
 	dirtyMu    sync.Mutex
@@ -893,7 +894,7 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 	for attempt := 1; ; attempt++ {
 		ahead := w.watchAhead(v)
 		w.hashesTotal.Inc()
-		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen, ahead: ahead})
+		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen, ahead: ahead, last: rootSeen{v.root, v.rootID}})
 		if err != nil {
 			v.seen.Store(nil)
 			v.cache.drop()
@@ -901,7 +902,7 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 			w.lost(v, err, initial)
 			return
 		}
-		v.root = res.root
+		v.root, v.rootID = res.root, res.rootID
 		if res.skipped {
 			v.cache.drop()
 		} else {
