@@ -3,7 +3,6 @@ package watcher
 import (
 	"errors"
 	"fmt"
-	"github.com/hotreload/hotreload/internal/e2etest"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
 
