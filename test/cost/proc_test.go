@@ -135,10 +135,12 @@ func startHotreload(tb testing.TB, bin, url string, dirs []string, extra ...stri
 	return p
 }
 
-// startFloor runs the floor program on dirs and waits for its "ready" line.
-func startFloor(tb testing.TB, bin, url string, dirs []string) *proc {
+// startFloor runs the floor program on dirs, with flags before them, and
+// waits for its "ready" line.
+func startFloor(tb testing.TB, bin, url string, dirs []string, flags ...string) *proc {
 	tb.Helper()
-	p := start(tb, "floor", bin, append([]string{"--url=" + url}, dirs...)...)
+	args := append(append([]string{"--url=" + url}, flags...), dirs...)
+	p := start(tb, "floor", bin, args...)
 	eventually(tb, time.Minute, func() bool { return strings.Contains(p.out.String(), "ready") },
 		"floor not ready:\n%s", &p.out)
 	return p
