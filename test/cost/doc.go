@@ -1,6 +1,9 @@
 // Package cost measures what hotreload costs a pod, beside a floor program
 // (./floor: fsnotify on ..data and a POST, nothing else) measured in the same
-// run: idle resident memory and where it goes, CPU per change, swap-to-request
-// latency and idle CPU. Its benchmarks (make bench) print every figure on a
-// line starting "COST:"; they assert nothing about time or size.
+// run: idle resident memory and where it goes, CPU per change (also beside
+// the reading floor, ./floor --read --debounce: the least a sidecar that
+// decides by content pays), swap-to-request latency (back to back, and with
+// the tools idle before each swap) and idle CPU. Its benchmarks (make bench)
+// print every figure on a line starting "COST:"; they assert nothing about
+// time or size.
 package cost
