@@ -610,17 +610,27 @@ func (t *target) wait(ctx context.Context, stop <-chan struct{}, delay time.Dura
 		defer tick.Stop()
 		probeC = tick.C
 	}
+	// retry retries, unless newer content was asked for meanwhile: a kick
+	// and the timer ready at once are taken in either order by select,
+	// and a retry of the old content would reload the app once more for
+	// nothing (it reads the newer files anyway).
+	retry := func() waitResult {
+		if _, v, _ := t.pending(); v != version {
+			return waitNewer
+		}
+		return waitRetry
+	}
 	for {
 		select {
 		case <-timer.C:
-			return waitRetry
+			return retry()
 		case <-probeC:
 			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 			up := p.Reachable(pctx)
 			cancel()
 			if up {
 				level.Debug(t.logger).Log("msg", "app is listening again, retrying now")
-				return waitRetry
+				return retry()
 			}
 		case <-t.kick:
 			if _, v, _ := t.pending(); v != version {
