@@ -319,12 +319,16 @@ func (r *Reloader) settled(dirs []string) {
 		}
 	}
 	r.mu.Unlock()
-	r.offer() // first: the log line need not delay the reload
+	// Logged before the targets are asked: a target that answers at once
+	// on another thread would otherwise log its "reloaded", and make its
+	// request, before this line, whose time tests and operators take as
+	// the moment the reload was asked for.
 	if len(changed) > 0 {
 		level.Info(r.logger).Log("msg", "content changed, reloading", "dirs", strings.Join(changed, ","))
 	} else {
 		level.Info(r.logger).Log("msg", "content is what the app was last given, not reloading", "dirs", strings.Join(dirs, ","))
 	}
+	r.offer()
 }
 
 // offer asks every target for the newest content. A target that already

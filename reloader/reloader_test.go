@@ -3,6 +3,7 @@ package reloader
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -509,6 +510,61 @@ func TestLogsSayWhatHappens(t *testing.T) {
 		}
 	})
 }
+
+// The reloader's "content changed, reloading" comes before the target's
+// "reloaded" of that content, and before its request: tests and operators
+// take its time as the moment the reload was asked for. A target that
+// answers at once, on another thread, is where the order could flip.
+func TestChangeLoggedBeforeReload(t *testing.T) {
+	const rounds = 1000
+	var buf binary.Buffer
+	f := &fakeTarget{name: "app"}
+	r := New(log.With(logfmt(&buf), "ts", log.DefaultTimestampUTC), prometheus.NewRegistry(), []notifier.Target{f}, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	changes := make(chan watcher.Change)
+	done := make(chan struct{})
+	go func() { _ = r.Run(ctx, changes); close(done) }()
+	defer func() { cancel(); <-done }()
+	for i := 1; i <= rounds; i++ {
+		changes <- watcher.Change{Dir: "/etc/config", Hash: [32]byte{byte(i), byte(i >> 8)}}
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(buf.String(), "msg=reloaded") < i {
+			if time.Now().After(deadline) {
+				t.Fatalf("reload %d not logged; log:\n%s", i, buf.String())
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	calls := f.times()
+	var changed []time.Time
+	for i, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		want := `msg="content changed, reloading"`
+		if i%2 == 1 {
+			want = "msg=reloaded"
+		}
+		if !strings.Contains(line, want) {
+			t.Fatalf("line %d is %q, want %s: each change is logged before its reload", i+1, line, want)
+		}
+		if i%2 == 0 {
+			m := tsRE.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("line %d has no ts: %q", i+1, line)
+			}
+			ts, err := time.Parse(time.RFC3339Nano, m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed = append(changed, ts)
+		}
+	}
+	for i, c := range calls {
+		if c.Before(changed[i]) {
+			t.Fatalf("request %d made at %s, before its change was logged at %s", i+1, c.Format(time.RFC3339Nano), changed[i].Format(time.RFC3339Nano))
+		}
+	}
+}
+
+var tsRE = regexp.MustCompile(`\bts=(\S+)`)
 
 func logfmt(w *binary.Buffer) log.Logger {
 	return level.NewFilter(log.NewLogfmtLogger(w), level.AllowInfo())
