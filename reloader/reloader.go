@@ -614,12 +614,13 @@ func (t *target) wait(ctx context.Context, stop <-chan struct{}, delay time.Dura
 		defer tick.Stop()
 		probeC = tick.C
 	}
+	newer := func() bool { _, v, _ := t.pending(); return v != version }
 	// retry retries, unless newer content was asked for meanwhile: a kick
 	// and the timer ready at once are taken in either order by select,
 	// and a retry of the old content would reload the app once more for
 	// nothing (it reads the newer files anyway).
 	retry := func() waitResult {
-		if _, v, _ := t.pending(); v != version {
+		if newer() {
 			return waitNewer
 		}
 		return waitRetry
@@ -637,7 +638,7 @@ func (t *target) wait(ctx context.Context, stop <-chan struct{}, delay time.Dura
 				return retry()
 			}
 		case <-t.kick:
-			if _, v, _ := t.pending(); v != version {
+			if newer() {
 				return waitNewer
 			}
 			// A kick for the content being delivered: keep waiting.
