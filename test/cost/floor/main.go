@@ -29,13 +29,43 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
+const usage = "usage: floor --url=URL [--read] [--debounce=D] DIR..."
+
+// config is what the command line asks for.
+type config struct {
+	url      string
+	read     bool
+	debounce time.Duration
+	dirs     []string
+}
+
+// parseArgs parses the command line (without the program's name).
+func parseArgs(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.url, "url", "", "URL to POST to when ..data is swapped")
+	fs.BoolVar(&c.read, "read", false, "read and hash every visible file of the directory once on each swap")
+	fs.DurationVar(&c.debounce, "debounce", 0, "POST this long after the last swap (0: at once)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	c.dirs = fs.Args()
+	switch {
+	case c.url == "":
+		return config{}, errors.New("--url is required")
+	case len(c.dirs) == 0:
+		return config{}, errors.New("no directory to watch")
+	case c.debounce < 0:
+		return config{}, fmt.Errorf("--debounce=%s is negative", c.debounce)
+	}
+	return c, nil
+}
+
 func main() {
-	url := flag.String("url", "", "URL to POST to when ..data is swapped")
-	read := flag.Bool("read", false, "read and hash every visible file of the directory once on each swap")
-	debounce := flag.Duration("debounce", 0, "POST this long after the last swap (0: at once)")
-	flag.Parse()
-	if *url == "" || flag.NArg() == 0 || *debounce < 0 {
-		fmt.Fprintln(os.Stderr, "usage: floor --url=URL [--read] [--debounce=D] DIR...")
+	c, err := parseArgs(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "floor: %v\n%s\n", err, usage)
 		os.Exit(2)
 	}
 	w, err := fsnotify.NewWatcher()
@@ -43,7 +73,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "inotify:", err)
 		os.Exit(1)
 	}
-	for _, d := range flag.Args() {
+	for _, d := range c.dirs {
 		if err := w.Add(d); err != nil {
 			fmt.Fprintln(os.Stderr, "watch:", err)
 			os.Exit(1)
@@ -58,18 +88,18 @@ func main() {
 			if filepath.Base(ev.Name) != "..data" || !(ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write)) {
 				continue
 			}
-			if *read {
+			if c.read {
 				if _, err := readVisible(filepath.Dir(ev.Name), sha256.New()); err != nil {
 					fmt.Fprintln(os.Stderr, "read:", err)
 				}
 			}
-			if *debounce > 0 {
-				timer.Reset(*debounce)
+			if c.debounce > 0 {
+				timer.Reset(c.debounce)
 				continue
 			}
-			post(*url)
+			post(c.url)
 		case <-timer.C:
-			post(*url)
+			post(c.url)
 		case err := <-w.Errors:
 			fmt.Fprintln(os.Stderr, "inotify:", err)
 		}

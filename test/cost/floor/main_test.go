@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
@@ -36,5 +38,29 @@ func TestReadVisible(t *testing.T) {
 	}
 	if _, err := readVisible(filepath.Join(v.Dir, "missing"), sha256.New()); err == nil {
 		t.Error("readVisible of a missing directory: no error")
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	c, err := parseArgs([]string{"--url=http://app/-/reload", "--read", "--debounce=100ms", "/a", "/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.url != "http://app/-/reload" || !c.read || c.debounce != 100*time.Millisecond || len(c.dirs) != 2 {
+		t.Errorf("parseArgs = %+v", c)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"/a"}, "--url is required"},
+		{[]string{"--url=http://app/"}, "no directory to watch"},
+		{[]string{"--url=http://app/", "--debounce=-1s", "/a"}, "--debounce=-1s is negative"},
+		{[]string{"--url=http://app/", "--debounce=soon", "/a"}, `invalid value "soon" for flag -debounce`},
+	} {
+		_, err := parseArgs(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseArgs(%q) error = %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
