@@ -3,7 +3,8 @@
 // run: idle resident memory and where it goes, CPU per change (also beside
 // the reading floor, ./floor --read --debounce: the least a sidecar that
 // decides by content pays), swap-to-request latency (back to back, and with
-// the tools idle before each swap) and idle CPU. Its benchmarks (make bench)
+// the tools idle before each swap; beside the reading floor too, at
+// --debounce=0) and idle CPU. Its benchmarks (make bench)
 // print every figure on a line starting "COST:"; they assert nothing about
 // time or size.
 package cost
