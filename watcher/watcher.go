@@ -173,8 +173,7 @@ type volume struct {
 	partialSince time.Time         // when the volume was first seen half-way through an update
 	settleTimer  *time.Timer
 	cache        digestCache // digests of the files last hashed
-	root         string      // the real path of the root at the last hash
-	rootID       fileID      // and its identity
+	root         rootSeen    // the root as the last hash resolved it
 	tree         *plainTree  // the last complete hash, if the volume is a plain tree
 
 	dirtyMu    sync.Mutex
@@ -894,7 +893,7 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 	for attempt := 1; ; attempt++ {
 		ahead := w.watchAhead(v)
 		w.hashesTotal.Inc()
-		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen, ahead: ahead, last: rootSeen{v.root, v.rootID}})
+		res, err := w.hasher.hashWith(v.path, hashOpts{cache: &v.cache, lazy: lazy, seen: &v.seen, ahead: ahead, last: v.root})
 		if err != nil {
 			v.seen.Store(nil)
 			v.cache.drop()
@@ -902,7 +901,7 @@ func (w *Watcher) refresh(ctx context.Context, v *volume, initial bool) {
 			w.lost(v, err, initial)
 			return
 		}
-		v.root, v.rootID = res.root, res.rootID
+		v.root = rootSeen{res.root, res.rootID}
 		if res.skipped {
 			v.cache.drop()
 		} else {
@@ -1043,7 +1042,7 @@ func (w *Watcher) watchAhead(v *volume) *linkRead {
 	}
 	// The root as the last hash resolved it (if it moved since, the hash
 	// finds out), or as it is now before the first.
-	root := v.root
+	root := v.root.real
 	// updateWatches skips what v holds already.
 	want := make(map[string]fileID, 2)
 	if root == "" {
@@ -1056,7 +1055,7 @@ func (w *Watcher) watchAhead(v *volume) *linkRead {
 	}
 	target, _ := os.Readlink(filepath.Join(root, dataLink))
 	read := &linkRead{root: root, target: target}
-	if v.root != "" && (target == "" || plainName(target)) {
+	if v.root.real != "" && (target == "" || plainName(target)) {
 		if _, ok := v.watches[filepath.Join(root, target)]; ok {
 			return read // watched already (the root itself if there is no ..data)
 		}
