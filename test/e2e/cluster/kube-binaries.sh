@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# kube-binaries.sh [VERSION [DIR]]: build kube-apiserver and kubelet (and
-# kubectl when none is on PATH) at VERSION (default 1.33.13) from the Go module
+# kube-binaries.sh [VERSION [DIR]]: build the control plane (kube-apiserver,
+# kube-controller-manager, kube-scheduler), the node (kubelet, kube-proxy), and
+# kubectl when none is on PATH, at VERSION (default 1.33.13) from the Go module
 # proxy into DIR (default /var/cache/hotreload-e2e/kube/vVERSION), a cache
 # outside the clone keyed by version. Does nothing when DIR already holds them.
 # Its last line is DIR.
@@ -11,7 +12,7 @@
 set -euo pipefail
 version=${1:-1.33.13}
 dir=${2:-/var/cache/hotreload-e2e/kube/v$version}
-cmds=(kube-apiserver kubelet)
+cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 command -v kubectl >/dev/null 2>&1 || cmds+=(kubectl)
 
 missing=()
@@ -36,7 +37,11 @@ mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/v$version.mod
 	grep -E '^\s*k8s.io/[a-z0-9-]+ => ./staging/' "$mod" | awk -v v="v0.${version#1.}" '{printf "\t%s => %s %s\n", $1, $1, v}'
 	printf ')\n'
 } >go.mod
-printf 'package kube\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\t_ "k8s.io/kubernetes/cmd/kubelet/app"\n\t_ "k8s.io/kubectl/pkg/cmd"\n)\n' >kube.go
+{
+	printf 'package kube\n\nimport (\n'
+	for c in "${cmds[@]}"; do [ "$c" = kubectl ] || printf '\t_ "k8s.io/kubernetes/cmd/%s/app"\n' "$c"; done
+	printf '\t_ "k8s.io/kubectl/pkg/cmd"\n)\n'
+} >kube.go
 go mod tidy >/dev/null 2>&1 || go mod tidy >&2
 minor=$(cut -d. -f2 <<<"$version")
 ld="-s -w"
