@@ -139,13 +139,13 @@ func TestRevisions(t *testing.T) {
 
 func TestParseRef(t *testing.T) {
 	for in, want := range map[string]string{
-		"configmap/app-config": "",
-		"secret/a.b-c":         "",
-		"configmap/":           `is not a ConfigMap or Secret name`,
-		"configmap/App":        `is not a ConfigMap or Secret name`,
-		"configmap/a/b":        `is not a ConfigMap or Secret name`,
-		"ConfigMap/app":        "want configmap/NAME or secret/NAME",
-		"app":                  "want configmap/NAME or secret/NAME",
+		"configmap/app-config":                  "",
+		"secret/a.b-c":                          "",
+		"configmap/":                            `is not a ConfigMap or Secret name`,
+		"configmap/App":                         `is not a ConfigMap or Secret name`,
+		"configmap/a/b":                         `is not a ConfigMap or Secret name`,
+		"ConfigMap/app":                         "want configmap/NAME or secret/NAME",
+		"app":                                   "want configmap/NAME or secret/NAME",
 		"configmap/" + strings.Repeat("a", 254): "is not a ConfigMap or Secret name",
 	} {
 		r, err := ParseRef(in)
