@@ -454,23 +454,14 @@ func checkPaths(files []revision.File) ([]string, error) {
 
 func hidden(name string) bool { return strings.HasPrefix(name, "..") }
 
-// isVersionName reports whether name is ..YYYY_MM_DD_HH_MM_SS.<digits>,
-// the name of a version directory (the kubelet's pattern).
+// isVersionName reports whether name is a version directory's: any other
+// hidden name than the links. Write names them as the kubelet does,
+// ..YYYY_MM_DD_HH_MM_SS.<digits>, which watchers (hotreload's among them)
+// recognise.
 func isVersionName(name string) bool {
-	const layout = "..0000_00_00_00_00_00."
-	if len(name) <= len(layout) {
+	switch name {
+	case dataLink, dataTmp, goodLink, goodTmp, "..", ".":
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case i >= len(layout) || layout[i] == '0':
-			if c < '0' || c > '9' {
-				return false
-			}
-		case c != layout[i]:
-			return false
-		}
-	}
-	return true
+	return hidden(name)
 }

@@ -74,13 +74,13 @@ var _ notifier.Target = (*Restarter)(nil)
 
 // NewRestarter checks opts and returns a Restarter.
 func NewRestarter(opts RestartOptions) (*Restarter, error) {
-	for name, d := range map[string]time.Duration{"Grace": opts.Grace, "Timeout": opts.Timeout, "Settle": opts.Settle} {
+	for name, d := range map[string]time.Duration{"grace period": opts.Grace, "timeout": opts.Timeout, "settle time": opts.Settle} {
 		if d < 0 {
-			return nil, notifier.NewOptionError("{"+name+"} %v: must not be negative", d)
+			return nil, fmt.Errorf("restart %s %v: must not be negative", name, d)
 		}
 	}
 	if opts.ProcessName == "" && opts.ProcessCmdline == "" && opts.PIDFile == "" {
-		return nil, notifier.NewOptionError("one of {ProcessName}, {ProcessCmdline}, {PIDFile} is required to restart the app")
+		return nil, errors.New("a restart needs the app's main process: a process name, command line or pid file")
 	}
 	n, err := New(Options{
 		Signal:         syscall.SIGTERM,
@@ -152,20 +152,19 @@ func (r *Restarter) stop(ctx context.Context) (Process, error) {
 func (r *Restarter) find() (Process, error) {
 	procs, err := r.n.find()
 	if err != nil {
-		var oe *notifier.OptionError
-		if errors.As(err, &oe) && r.n.pidFile == "" {
-			return Process{}, fmt.Errorf("%w: is the app's container running, and does the pod set shareProcessNamespace: true?", err)
+		if r.n.pidFile == "" {
+			if all, lerr := ListProcesses(r.n.procRoot); lerr == nil && len(r.n.sel.Select(all, r.n.self)) == 0 {
+				return Process{}, fmt.Errorf("%w: is the app's container running, and does the pod set shareProcessNamespace: true?", err)
+			}
 		}
 		return Process{}, err
 	}
 	if len(procs) > 1 {
-		f, args := r.n.sel.describe()
-		return Process{}, notifier.NewOptionError("%d processes match "+f+": a restart needs the app's main process alone; name it with {ProcessCmdline} or {PIDFile}",
-			append([]any{len(procs)}, args...)...)
+		return Process{}, fmt.Errorf("%d processes match %s: a restart needs the app's main process alone; name it by its command line or a pid file", len(procs), r.n.sel)
 	}
 	p := procs[0]
 	if p.PID == 1 {
-		return Process{}, notifier.NewOptionError("%s is pid 1, the pod's pause process or the namespace's init: it cannot be restarted; name the app's main process", p)
+		return Process{}, fmt.Errorf("%s is pid 1, the pod's pause process or the namespace's init: it cannot be restarted; name the app's main process", p)
 	}
 	return p, nil
 }
@@ -228,7 +227,7 @@ func (r *Restarter) waitNew(ctx context.Context, old Process) error {
 		if old.PPID != 0 {
 			hint = fmt.Sprintf(" (%s's parent, pid %d, is in this PID namespace: a container's main process has none there; if the parent is the main process, name it instead)", old, old.PPID)
 		}
-		err := notifier.NewOptionError("%s exited, but no new process matched within %s: the kubelet did not start the app again, or it exits at once with the new configuration%s", old, r.timeout, hint)
+		err := fmt.Errorf("%s exited, but no new process matched within %s: the kubelet did not start the app again, or it exits at once with the new configuration%s", old, r.timeout, hint)
 		return notifier.Refused(err, fmt.Sprintf("the app did not run again within %s of its restart", r.timeout))
 	}
 	died, err := r.poll(ctx, r.settle, func() bool { return !r.n.same(p) })

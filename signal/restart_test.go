@@ -308,7 +308,7 @@ func TestRestart(t *testing.T) {
 		h.startSleep(t, name)
 		h.startSleep(t, name)
 		err := restarter(t, RestartOptions{ProcessName: name}).Notify(t.Context())
-		want := "2 processes match ProcessName " + name + ": a restart needs the app's main process alone; name it with ProcessCmdline or PIDFile"
+		want := "2 processes match ProcessName " + name + ": a restart needs the app's main process alone; name it by its command line or a pid file"
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
@@ -355,8 +355,8 @@ func TestNewRestarter(t *testing.T) {
 		opts RestartOptions
 		want string
 	}{
-		{RestartOptions{}, "one of ProcessName, ProcessCmdline, PIDFile is required to restart the app"},
-		{RestartOptions{ProcessName: "a", Grace: -1}, "Grace -1ns: must not be negative"},
+		{RestartOptions{}, "a restart needs the app's main process: a process name, command line or pid file"},
+		{RestartOptions{ProcessName: "a", Grace: -1}, "restart grace period -1ns: must not be negative"},
 		{RestartOptions{ProcessCmdline: "("}, "ProcessCmdline: error parsing regexp"},
 	} {
 		if _, err := NewRestarter(tt.opts); err == nil || !strings.HasPrefix(err.Error(), tt.want) {

@@ -120,7 +120,6 @@ type view struct {
 	running      version
 	has          bool
 	prev         version // a ref with no volume: what ran before the last change
-	hasPrev      bool
 	result       string
 	reason       string // Waiting: what for; Rejected: why
 	refusedRev   string
@@ -327,7 +326,7 @@ func (s *Stage) start(first map[string][32]byte) {
 	var changes []watcher.Change
 	for _, v := range s.views {
 		found, had := s.found(v)
-		cs := s.update(v)
+		s.update(v)
 		s.mu.Lock()
 		switch {
 		case had:
@@ -335,12 +334,10 @@ func (s *Stage) start(first map[string][32]byte) {
 		case v.has:
 			initial[v.key] = v.running.hash // written now: the app reads it when it starts
 		}
-		s.mu.Unlock()
-		for _, c := range cs {
-			if h, ok := initial[c.Dir]; !ok || h != c.Hash {
-				changes = append(changes, c)
-			}
+		if v.has && v.running.hash != initial[v.key] {
+			changes = append(changes, watcher.Change{Dir: v.key, Hash: v.running.hash, Time: time.Now()})
 		}
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	s.initial = initial
@@ -355,17 +352,18 @@ func (s *Stage) start(first map[string][32]byte) {
 	}
 }
 
-// found takes what v's directory holds at start (for a ref with no
-// volume: the revision the annotation names now, which the app's
-// container started with) as what runs, and returns its hash.
+// found takes what v's directory holds at start as what runs, and returns
+// the hash of what the app has: that content, or, when a last-known-good
+// version is kept, that version's (the current one was never confirmed,
+// and is delivered). For a ref with no volume it is the revision the
+// annotation names now, which the app's container started with.
 func (s *Stage) found(v *view) ([32]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if v.dir == nil {
+		// With no annotation yet, "" stands for whatever the container
+		// started with: a refused first revision goes back to it.
 		want := s.revs[v.cfg.Ref.String()]
-		if want == "" {
-			return [32]byte{}, false
-		}
 		v.running, v.has = version{rev: want, want: want, hash: envKey(v.cfg.Ref, want)}, true
 		return v.running.hash, true
 	}
@@ -383,6 +381,12 @@ func (s *Stage) found(v *view) ([32]byte, bool) {
 	sum, _ := revision.ParseHex(l.Sum)
 	v.running = version{rev: l.Revision, sum: sum, want: l.Want, hash: contentKey(revision.Sum(files))}
 	v.has = true
+	if good, ok := v.dir.LastGood(); ok {
+		if g, err := revision.ReadVolume(filepath.Join(v.cfg.Dir, good.Name)); err == nil {
+			level.Info(v.logger).Log("msg", "the version in the app's directory was never confirmed, delivering it", "revision", l.Revision)
+			return contentKey(g.Sum()), true
+		}
+	}
 	return v.running.hash, true
 }
 
@@ -469,9 +473,6 @@ func (s *Stage) update(v *view) []watcher.Change {
 func (s *Stage) updateEnv(v *view) []watcher.Change {
 	want := v.want
 	switch {
-	case want == "" && !v.has:
-		s.wait(v, "the pod's annotation names no revision of "+v.cfg.Ref.String()+" yet")
-		return nil
 	case want == "" || v.has && v.running.rev == want:
 		s.settle(v)
 		return nil
@@ -479,7 +480,7 @@ func (s *Stage) updateEnv(v *view) []watcher.Change {
 		return nil
 	}
 	v.refused = nil
-	v.prev, v.hasPrev = v.running, v.has
+	v.prev = v.running
 	v.running, v.has = version{rev: want, want: want, hash: envKey(v.cfg.Ref, want)}, true
 	level.Info(v.logger).Log("msg", "the pod's annotation names a new revision", "revision", want)
 	s.setResult(v, Pending, "", "")
@@ -603,18 +604,14 @@ func (s *Stage) Refused(err error, content map[string][32]byte) bool {
 			v.rollbacks++
 			s.m.rollbacks.WithLabelValues(v.cfg.Ref.String()).Inc()
 			back = l.Revision
-		case v.hasPrev:
+		default: // a ref with no volume: back to the revision before
 			v.running = v.prev
 			back = v.prev.rev
-		default:
-			v.has = false
 		}
 		level.Warn(v.logger).Log("msg", "the app refused the revision; put the previous one back, not trying it again until the content or the annotation changes",
 			"revision", refusedRev, "back_to", back, "reason", reason)
 		s.setResult(v, Rejected, reason, refusedRev)
-		if v.has {
-			s.pending = append(s.pending, watcher.Change{Dir: v.key, Hash: v.running.hash, Time: time.Now()})
-		}
+		s.pending = append(s.pending, watcher.Change{Dir: v.key, Hash: v.running.hash, Time: time.Now()})
 		handled = true
 	}
 	s.mu.Unlock()

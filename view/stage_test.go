@@ -1,7 +1,6 @@
 package view
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/internal/kubelet"
 	"github.com/hotreload/hotreload/internal/revision"
 	"github.com/hotreload/hotreload/notifier"
@@ -38,25 +38,9 @@ type harness struct {
 	in     chan watcher.Change
 	s      *Stage
 	reg    *prometheus.Registry
-	logs   *syncBuffer
+	logs   *binary.Buffer
 	env    map[string]string
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	stop   func() // stops Run and waits for it
 }
 
 func newHarness(t *testing.T) *harness {
@@ -71,7 +55,7 @@ func newHarness(t *testing.T) *harness {
 		dir:    filepath.Join(root, "app"),
 		in:     make(chan watcher.Change, 16),
 		reg:    prometheus.NewRegistry(),
-		logs:   &syncBuffer{},
+		logs:   &binary.Buffer{},
 		env:    map[string]string{},
 	}
 }
@@ -97,7 +81,8 @@ func (h *harness) start(views []Config, annotations bool) map[string][32]byte {
 			return map[string][32]byte{h.plain: {1}, h.source.Dir: {2}}, nil
 		})
 	})
-	h.t.Cleanup(func() { cancel(); wg.Wait() })
+	h.stop = func() { cancel(); wg.Wait() }
+	h.t.Cleanup(h.stop)
 	initial, err := s.Initial(ctx)
 	if err != nil {
 		h.t.Fatal(err)
@@ -491,6 +476,7 @@ func TestRestartOfHotreload(t *testing.T) {
 	<-h.in
 	h.start([]Config{h.standalone()}, false)
 	h.wantApp("app.yaml", "v1")
+	h.stop()
 
 	h2 := newHarness(t)
 	h2.root, h2.source, h2.dir = h.root, h.source, h.dir
@@ -505,6 +491,24 @@ func TestRestartOfHotreload(t *testing.T) {
 		t.Fatalf("Change %x, want v2's", c.Hash)
 	}
 	h2.wantStatus("", nameOf("app.yaml", "v2"), Pending)
+
+	// Stopped before the app took v2: the next start knows, from the
+	// last-known-good version kept, that the app was last given v1, and
+	// delivers v2 again.
+	h2.stop()
+	h3 := newHarness(t)
+	h3.root, h3.source, h3.dir = h.root, h.source, h.dir
+	initial = h3.start([]Config{h3.standalone()}, false)
+	if initial[h.dir] != hashOf("app.yaml", "v1") {
+		t.Fatalf("Initial %x, want v1's: v2 was never confirmed", initial[h.dir])
+	}
+	if c := h3.next(); c.Hash != hashOf("app.yaml", "v2") {
+		t.Fatalf("Change %x, want v2's", c.Hash)
+	}
+	if !h3.s.Refused(refused, map[string][32]byte{h.dir: hashOf("app.yaml", "v2")}) {
+		t.Fatal("refusal not handled")
+	}
+	h3.wantApp("app.yaml", "v1")
 }
 
 func TestNewRefuses(t *testing.T) {
