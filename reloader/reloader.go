@@ -71,6 +71,15 @@ type Options struct {
 	// State, if set, records the content delivered to each target, so that
 	// a change made while hotreload was not running is delivered at start.
 	State *StateFile
+	// Delivered, if set, is told each time every target has been given the
+	// same new content of a directory (what hotreload_volume_content_info
+	// shows). It is called with the Reloader's lock held: it must not block.
+	Delivered func(dir string, hash [32]byte)
+	// Refused, if set, is asked after every failed attempt, with its error
+	// and the content being delivered. Returning true says the failure was
+	// dealt with (a view put its previous content back): the content is not
+	// tried again until newer content is asked for or the resync comes.
+	Refused func(err error, content map[string][32]byte) bool
 }
 
 // content is what the volumes hold: a hash per directory.
@@ -399,6 +408,9 @@ func (r *Reloader) exportLocked(dir string) {
 	}
 	r.volumes[dir] = Delivered{Dir: dir, Hash: hash, At: at}
 	r.metrics.content.WithLabelValues(dir, ShortHash(hash)).Set(1)
+	if r.opts.Delivered != nil {
+		r.opts.Delivered(dir, hash)
+	}
 }
 
 // saveLocked writes what every target was given to the state file.
@@ -559,6 +571,13 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 			t.duration.Observe(time.Since(start).Seconds())
 		}
 		t.failure.Inc() // last, as success is
+		if t.opts.Refused != nil && t.opts.Refused(err, c) {
+			if !exhausted {
+				t.duration.Observe(time.Since(start).Seconds())
+			}
+			level.Error(t.logger).Log("msg", "reload refused, the previous content is put back: not sent again for this content", "attempts", attempt, "err", err)
+			return false
+		}
 		if exhausted {
 			level.Error(t.logger).Log("msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt, "err", err)
 			return false
