@@ -1,6 +1,9 @@
 package notifier
 
-import "errors"
+import (
+	"errors"
+	"net/http"
+)
 
 // ErrRefused is matched (errors.Is) by the error of an attempt in which the
 // app was reached and refused the new configuration: a reload endpoint
@@ -36,3 +39,15 @@ type refusedError struct {
 func (e *refusedError) Error() string        { return e.err.Error() }
 func (e *refusedError) Unwrap() error        { return e.err }
 func (e *refusedError) Is(target error) bool { return target == ErrRefused }
+
+// refuses reports whether an unwanted status refuses the reload, rather
+// than saying to come back later (an app that is starting, a proxy in
+// front of one): every one but 408, 425, 429, 502, 503 and 504.
+func refuses(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return false
+	}
+	return true
+}

@@ -3,6 +3,9 @@ package notifier
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +26,32 @@ func TestRefused(t *testing.T) {
 	}
 	if _, ok := RefusedReason(base); ok {
 		t.Error("an unmarked error has a refusal reason")
+	}
+}
+
+// TestStatusRefuses: an answer that refuses the reload is a refusal, with
+// a reason that quotes none of the answer; one that says to come back
+// later is not.
+func TestStatusRefuses(t *testing.T) {
+	for code, refused := range map[int]bool{400: true, 404: true, 422: true, 500: true,
+		408: false, 425: false, 429: false, 502: false, 503: false, 504: false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "line 3: password=hunter2 is wrong", code)
+		}))
+		w, err := NewWebhook(WebhookOptions{URL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Notify(t.Context())
+		srv.Close()
+		if got := errors.Is(err, ErrRefused); got != refused {
+			t.Errorf("status %d: refused = %v, want %v (%v)", code, got, refused, err)
+		}
+		if reason, ok := RefusedReason(err); refused && (!ok || reason != fmt.Sprintf("POST %s: status %d", srv.URL, code)) {
+			t.Errorf("status %d: reason %q", code, reason)
+		}
+		if !strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("status %d: the error %q lost the app's answer, which the log shows", code, err)
+		}
 	}
 }

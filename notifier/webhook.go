@@ -417,6 +417,9 @@ func (w *Webhook) Notify(ctx context.Context) error {
 	if e := excerpt(head[:n]); e != "" {
 		msg += ": " + e
 	}
+	if refuses(resp.StatusCode) {
+		return Refused(w.fail(msg, nil, token), fmt.Sprintf("%s: status %d", w.op, resp.StatusCode))
+	}
 	return w.fail(msg, nil, token)
 }
 

@@ -456,8 +456,8 @@ func (n *Notifier) watch(ctx context.Context, p Process, kids map[procKey]bool) 
 			case ok:
 				return nil
 			case elapsed >= n.confirm:
-				return notifier.NewOptionError("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
-					"(if it keeps them on a good reload too, set {ConfirmTimeout}=0)", p)
+				return notifier.Refused(notifier.NewOptionError("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
+					"(if it keeps them on a good reload too, set {ConfirmTimeout}=0)", p), fmt.Sprintf("%s kept its workers after %s", p, Name(n.sig)))
 			}
 			left = min(n.confirm-elapsed, confirmInterval)
 		} else {
