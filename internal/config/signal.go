@@ -23,3 +23,16 @@ func newSignalTarget(s SignalConfig) (notifier.Target, error) {
 		ConfirmTimeout: s.ConfirmTimeout,
 	})
 }
+
+// newRestartTarget builds the target of --restart-container, which finds
+// the app's process with the flags of the signal target.
+func newRestartTarget(s SignalConfig, f FleetConfig) (notifier.Target, error) {
+	return signal.NewRestarter(signal.RestartOptions{
+		ProcessName:    s.ProcessName,
+		ProcessCmdline: s.ProcessCmdline,
+		PIDFile:        s.PIDFile,
+		Grace:          f.RestartGrace,
+		Timeout:        f.RestartTimeout,
+		Settle:         f.RestartSettle,
+	})
+}

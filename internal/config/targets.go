@@ -80,6 +80,13 @@ func NewTargets(c *Config) ([]notifier.Target, error) {
 		}
 		targets = append(targets, flagTarget(s))
 	}
+	if c.Fleet.RestartContainer {
+		r, err := newRestartTarget(c.Signal, c.Fleet)
+		if err != nil {
+			return nil, Explain(err)
+		}
+		targets = append(targets, flagTarget(r))
+	}
 	return targets, nil
 }
 
