@@ -58,8 +58,8 @@ func (c *Config) checkFleet() error {
 	}
 	for _, v := range f.Views {
 		for _, d := range c.VolumeDirs {
-			if v.HasVolume() && filepath.Clean(d) == v.Dir {
-				return fmt.Errorf("--view %s: dir %s is also a --volume-dir: hotreload writes it, and watches the source instead", v.Ref, v.Dir)
+			if v.HasVolume() && nested(filepath.Clean(d), v.Dir) {
+				return fmt.Errorf("--view %s: dir %s and --volume-dir %s overlap: hotreload writes the app's directory, and watches the source instead", v.Ref, v.Dir, d)
 			}
 		}
 		if v.HasVolume() {
@@ -164,3 +164,12 @@ func (v *viewsValue) String() string {
 }
 
 func (v *viewsValue) IsCumulative() bool { return true }
+
+// nested reports whether one of two clean absolute paths is the other or
+// holds it.
+func nested(a, b string) bool {
+	in := func(p, dir string) bool {
+		return p == dir || dir == "/" || strings.HasPrefix(p, dir+string(filepath.Separator))
+	}
+	return in(a, b) || in(b, a)
+}
