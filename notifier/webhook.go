@@ -41,8 +41,9 @@ const (
 	minScrub = 4
 )
 
-// WebhookOptions configures a Webhook. Errors name a bad option by its field
-// here (see OptionError).
+// WebhookOptions configures a Webhook. A program that takes the options from
+// its users checks them first, with ParseURL, CheckMethod, CheckStatusCode
+// and ParseHeader, and says what is wrong in its own terms.
 type WebhookOptions struct {
 	URL                string        // http or https; userinfo = basic auth
 	Method             string        // "" means POST; an HTTP token
@@ -89,17 +90,19 @@ type Webhook struct {
 var _ Target = (*Webhook)(nil)
 
 // NewWebhook checks opts and returns a Webhook. Each problem is reported in
-// one line, an *OptionError that names the option by its field, such as
-// `Method "PO ST": not a valid HTTP method`.
+// one line, such as `method "PO ST": not a valid HTTP method`.
 //
 // The CA, certificate and key files must be readable now; the certificate
 // and key are read again at every TLS handshake, so rotated ones are used
 // on the next connection. The bearer token file may appear later (a
 // projected token): it is read at every call.
 func NewWebhook(opts WebhookOptions) (*Webhook, error) {
-	u, err := parseWebhookURL(opts.URL)
+	u, err := ParseURL(opts.URL)
 	if err != nil {
-		return nil, err
+		if shown := RedactURL(opts.URL); shown != "" || opts.URL == "" {
+			return nil, fmt.Errorf("URL %q: %w", shown, err)
+		}
+		return nil, fmt.Errorf("URL: %w", err)
 	}
 	w := &Webhook{
 		name:      redactURL(u),
@@ -119,7 +122,7 @@ func NewWebhook(opts WebhookOptions) (*Webhook, error) {
 	if opts.BearerTokenFile != "" {
 		// The file may not exist yet, but a directory will never do.
 		if fi, err := os.Stat(opts.BearerTokenFile); err == nil && fi.IsDir() {
-			return nil, NewOptionError("{BearerTokenFile} %s: is a directory", opts.BearerTokenFile)
+			return nil, fmt.Errorf("bearer token file %s: is a directory", opts.BearerTokenFile)
 		}
 	}
 
@@ -143,8 +146,8 @@ func (w *Webhook) setRequest(opts WebhookOptions) error {
 	if w.method == "" {
 		w.method = defaultWebhookMethod
 	}
-	if !isToken(w.method) {
-		return NewOptionError("{Method} %q: not a valid HTTP method", opts.Method)
+	if err := CheckMethod(w.method); err != nil {
+		return fmt.Errorf("method %q: %w", opts.Method, err)
 	}
 	w.op = w.method + " " + w.name
 
@@ -155,7 +158,7 @@ func (w *Webhook) setRequest(opts WebhookOptions) error {
 
 	switch {
 	case opts.Timeout < 0:
-		return NewOptionError("{Timeout} %s: must not be negative", opts.Timeout)
+		return fmt.Errorf("timeout %s: must not be negative", opts.Timeout)
 	case opts.Timeout == 0:
 		w.timeout = defaultWebhookTimeout
 	default:
@@ -214,55 +217,89 @@ func credentialParts(value string) []string {
 	return parts
 }
 
-// parseWebhookURL parses and checks the URL option. Errors quote the URL
-// with its credentials redacted.
-func parseWebhookURL(raw string) (*url.URL, error) {
+// ParseURL parses a webhook URL and checks that it can be called: http or
+// https, with a host, and without a fragment. Its errors never quote the
+// URL, which may hold a password: show it with RedactURL.
+func ParseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	// A password with an unescaped / ? or # ends the authority early: the
 	// URL does not parse ("invalid port" quoting the password), or parses
 	// with the rest of the password and an @ in its path, query or
-	// fragment. Nothing of such a URL after the scheme is shown, nor the
-	// parser's text, which quotes it.
+	// fragment. The parser's text quotes it, so it is not used.
 	if err != nil || strings.Contains(u.Opaque+u.Path+u.RawQuery+u.Fragment, "@") {
-		return nil, unparsedURLError(raw)
+		return nil, errors.New("not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)")
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, NewOptionError("{URL} %q: scheme must be http or https", redactURL(u))
+		return nil, errors.New("scheme must be http or https")
 	case u.Host == "":
-		return nil, NewOptionError("{URL} %q: no host", redactURL(u))
+		return nil, errors.New("no host")
 	case strings.Contains(raw, "#"):
-		return nil, NewOptionError("{URL} %q: must not have a fragment (#...)", redactURL(u))
+		return nil, errors.New("must not have a fragment (#...)")
 	}
 	return u, nil
 }
 
+// RedactURL returns raw as it may be shown: with its password and every
+// query value replaced by xxxxx. Of a URL that ParseURL refuses as not
+// valid, where whatever follows the scheme may be part of a password, it
+// returns the scheme only ("http://..."), or "" when there is none: then
+// nothing of it may be shown.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil && !strings.Contains(u.Opaque+u.Path+u.RawQuery+u.Fragment, "@") {
+		return redactURL(u)
+	}
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok || !isScheme(scheme) {
+		return ""
+	}
+	return scheme + "://..."
+}
+
+// CheckMethod checks that method is an HTTP method (a token, RFC 9110).
+func CheckMethod(method string) error {
+	if !isToken(method) {
+		return errors.New("not a valid HTTP method")
+	}
+	return nil
+}
+
+// ParseHeader splits a header given as "Name: value" and checks it. On an
+// error, name is what of the header may be shown: its name, or without a
+// colon, where name and value cannot be told apart, its first word. No
+// error holds the value.
+func ParseHeader(h string) (name, value string, err error) {
+	name, value, ok := strings.Cut(h, ":")
+	name = strings.TrimSpace(name)
+	if !ok {
+		shown, _, more := strings.Cut(name, " ")
+		if more {
+			shown += " ..."
+		}
+		return shown, "", errors.New(`want "Name: value"`)
+	}
+	if !isToken(name) {
+		return name, "", errors.New("not a valid header name")
+	}
+	value = strings.TrimSpace(value)
+	if strings.ContainsFunc(value, isControl) {
+		return name, "", errors.New("value has a control character")
+	}
+	if http.CanonicalHeaderKey(name) == "Host" && value == "" {
+		return name, "", errors.New("empty host")
+	}
+	return name, value, nil
+}
+
 // parseHeaders fills w.header and w.host from the Headers option.
-// Messages name the header but never quote its value.
 func (w *Webhook) parseHeaders(headers []string) error {
 	for _, h := range headers {
-		name, value, ok := strings.Cut(h, ":")
-		name = strings.TrimSpace(name)
-		if !ok {
-			// Without a colon, name and value cannot be told apart:
-			// quote the first word only.
-			shown, _, more := strings.Cut(name, " ")
-			if more {
-				shown += " ..."
-			}
-			return NewOptionError("{Headers} %q: want \"Name: value\"", shown)
-		}
-		if !isToken(name) {
-			return NewOptionError("{Headers} %q: not a valid header name", name)
-		}
-		value = strings.TrimSpace(value)
-		if strings.ContainsFunc(value, isControl) {
-			return NewOptionError("{Headers} %q: value has a control character", name)
+		name, value, err := ParseHeader(h)
+		if err != nil {
+			return fmt.Errorf("header %q: %w", name, err)
 		}
 		if http.CanonicalHeaderKey(name) == "Host" {
-			if value == "" {
-				return NewOptionError("{Headers} %q: empty host", name)
-			}
 			w.host = value
 			continue
 		}
@@ -277,11 +314,11 @@ func (w *Webhook) checkAuthorization(opts WebhookOptions) error {
 	_, header := w.header["Authorization"]
 	switch {
 	case header && opts.BearerTokenFile != "":
-		return NewOptionError("{Headers} \"Authorization\" and {BearerTokenFile} both set Authorization: use one")
+		return errors.New(`header "Authorization" and the bearer token file both set Authorization: use one`)
 	case header && w.user != nil:
-		return NewOptionError("{Headers} \"Authorization\" and the user in {URL} both set Authorization: use one")
+		return errors.New(`header "Authorization" and the user in the URL both set Authorization: use one`)
 	case w.user != nil && opts.BearerTokenFile != "":
-		return NewOptionError("{BearerTokenFile} and the user in {URL} both set Authorization: use one")
+		return errors.New("the bearer token file and the user in the URL both set Authorization: use one")
 	}
 	return nil
 }
@@ -297,10 +334,10 @@ func newTLSConfig(opts WebhookOptions, https bool) (*tls.Config, error) {
 	if opts.CAFile != "" {
 		pem, err := os.ReadFile(opts.CAFile)
 		if err != nil {
-			return nil, NewOptionError("{CAFile} %s: %w", opts.CAFile, err)
+			return nil, fmt.Errorf("CA file %s: %w", opts.CAFile, err)
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, NewOptionError("{CAFile} %s: no certificates found", opts.CAFile)
+			return nil, fmt.Errorf("CA file %s: no certificates found", opts.CAFile)
 		}
 	}
 	cfg := &tls.Config{
@@ -310,11 +347,11 @@ func newTLSConfig(opts WebhookOptions, https bool) (*tls.Config, error) {
 	}
 	switch {
 	case (opts.CertFile == "") != (opts.KeyFile == ""):
-		return nil, NewOptionError("{CertFile} and {KeyFile} go together")
+		return nil, errors.New("client certificate and key files go together")
 	case opts.CertFile != "":
 		certFile, keyFile := opts.CertFile, opts.KeyFile
 		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-			return nil, NewOptionError("{CertFile} %s with {KeyFile} %s: %w", certFile, keyFile, err)
+			return nil, fmt.Errorf("client certificate %s with key %s: %w", certFile, keyFile, err)
 		}
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -377,15 +414,20 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	case len(via) >= maxRedirects:
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	case req.URL.Hostname() != first.URL.Hostname():
-		return fmt.Errorf("redirected to %s: refusing to follow to another host", redactURL(req.URL))
+		return &RedirectError{fmt.Sprintf("redirected to %s: refusing to follow to another host", redactURL(req.URL))}
 	case req.Method != first.Method:
-		return NewOptionError("redirected to %s, which would turn %s into %s: point {URL} there",
-			redactURL(req.URL), first.Method, req.Method)
+		return &RedirectError{fmt.Sprintf("redirected to %s, which would turn %s into %s", redactURL(req.URL), first.Method, req.Method)}
 	case via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https":
-		return fmt.Errorf("redirected to %s: refusing to leave https", redactURL(req.URL))
+		return &RedirectError{fmt.Sprintf("redirected to %s: refusing to leave https", redactURL(req.URL))}
 	}
 	return nil
 }
+
+// RedirectError is a failed attempt that the app answered with a redirect
+// that was not followed: the URL is probably not the reload endpoint.
+type RedirectError struct{ msg string }
+
+func (e *RedirectError) Error() string { return e.msg }
 
 // Name returns the URL with its password and every query value replaced by
 // xxxxx: the name of the target in logs and metric labels.
@@ -496,9 +538,7 @@ func (w *Webhook) transportError(parent, attempt context.Context, err error, tok
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return fail("connection closed by the app before a response", err)
 	case errors.As(err, &unknownCA):
-		hint := NewOptionError("TLS: certificate signed by an unknown authority (trust it with {CAFile})")
-		hint.cause = err
-		return fail(hint.Error(), hint)
+		return fail("TLS: certificate signed by an unknown authority", err)
 	case errors.As(err, &certErr):
 		return fail("TLS: "+certErr.Err.Error(), err)
 	}
@@ -615,18 +655,6 @@ func redactURL(u *url.URL) string {
 		r.RawQuery = strings.Join(parts, "&")
 	}
 	return r.String()
-}
-
-// unparsedURLError reports a URL option that does not parse, showing its
-// scheme only: where a password holds / ? # or a bad % escape, whatever
-// follows the scheme may be part of it.
-func unparsedURLError(raw string) error {
-	const hint = "not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)"
-	scheme, _, ok := strings.Cut(raw, "://")
-	if !ok || !isScheme(scheme) {
-		return NewOptionError("{URL}: %s", hint)
-	}
-	return NewOptionError("{URL} %q: %s", scheme+"://...", hint)
 }
 
 // isScheme reports whether s is a URL scheme (RFC 3986, 3.1).

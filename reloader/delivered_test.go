@@ -394,10 +394,10 @@ func TestOpenStateFile(t *testing.T) {
 	tests := []struct {
 		name, path, want string
 	}{
-		{"directory missing", filepath.Join(tmp, "nope", "state.json"), "StateFile " + tmp + "/nope/state.json: directory " + tmp + "/nope does not exist (mount an emptyDir there)"},
-		{"parent is a file", filepath.Join(file, "state.json"), "StateFile " + file + "/state.json: " + file + " is not a directory"},
-		{"path is a directory", tmp, "StateFile " + tmp + ": is a directory, want a file name in it"},
-		{"directory not writable", filepath.Join(ro, "state.json"), "StateFile " + ro + "/state.json: cannot create a file in " + ro + ": permission denied"},
+		{"directory missing", filepath.Join(tmp, "nope", "state.json"), "directory " + tmp + "/nope does not exist (mount an emptyDir there)"},
+		{"parent is a file", filepath.Join(file, "state.json"), file + " is not a directory"},
+		{"path is a directory", tmp, "is a directory, want a file name in it"},
+		{"directory not writable", filepath.Join(ro, "state.json"), "cannot create a file in " + ro + ": permission denied"},
 		{"fine", filepath.Join(tmp, "state.json"), ""},
 	}
 	for _, tt := range tests {

@@ -71,6 +71,10 @@ type Options struct {
 	// State, if set, records the content delivered to each target, so that
 	// a change made while hotreload was not running is delivered at start.
 	State *StateFile
+	// Hint, if set, returns advice on the error of a failed attempt in the
+	// terms the user knows (a flag to set), or "". It is logged beside the
+	// error, under "hint".
+	Hint func(error) string
 }
 
 // content is what the volumes hold: a hash per directory.
@@ -550,7 +554,7 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 			return true
 		}
 		if ctx.Err() != nil {
-			level.Warn(t.logger).Log("msg", "shutdown grace period over, reload abandoned", "err", err)
+			level.Warn(t.logger).Log(t.failureKV(err, "msg", "shutdown grace period over, reload abandoned")...)
 			return false
 		}
 		t.lastOK.Set(0)
@@ -560,7 +564,7 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 		}
 		t.failure.Inc() // last, as success is
 		if exhausted {
-			level.Error(t.logger).Log("msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt, "err", err)
+			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt)...)
 			return false
 		}
 		delay := t.opts.Backoff.Delay(attempt)
@@ -570,7 +574,7 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 		} else {
 			lastErr, lastLog = msg, time.Now()
 		}
-		logger.Log("msg", "reload failed, retrying", "attempt", attempt, "retry_in", delay.Round(time.Millisecond), "err", err)
+		logger.Log(t.failureKV(err, "msg", "reload failed, retrying", "attempt", attempt, "retry_in", delay.Round(time.Millisecond))...)
 
 		switch t.wait(ctx, stop, delay, err, version) {
 		case waitRetry:
@@ -586,10 +590,22 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 			c, version, attempt = nc, nv, 0
 			level.Debug(t.logger).Log("msg", "newer change supersedes the one being retried")
 		case waitStop:
-			level.Warn(t.logger).Log("msg", "shutting down before the reload succeeded", "err", err)
+			level.Warn(t.logger).Log(t.failureKV(err, "msg", "shutting down before the reload succeeded")...)
 			return false
 		}
 	}
+}
+
+// failureKV returns kv with the error of a failed attempt, and the advice
+// Options.Hint gives on it.
+func (t *target) failureKV(err error, kv ...any) []any {
+	kv = append(kv, "err", err)
+	if t.opts.Hint != nil {
+		if hint := t.opts.Hint(err); hint != "" {
+			kv = append(kv, "hint", hint)
+		}
+	}
+	return kv
 }
 
 type waitResult int

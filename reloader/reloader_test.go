@@ -511,6 +511,36 @@ func TestLogsSayWhatHappens(t *testing.T) {
 	})
 }
 
+// TestHintLogged: the advice Options.Hint gives on an error is logged beside
+// it, on the same line; an error without advice has no hint.
+func TestHintLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf binary.Buffer
+		refused, down := errors.New("app says no"), errors.New("connection refused")
+		f := &fakeTarget{name: "app", errs: []error{refused, down}}
+		hint := func(err error) string {
+			if err == refused {
+				return "ask nicely"
+			}
+			return ""
+		}
+		h := startWith(t, &buf, []notifier.Target{f}, Options{Backoff: fixedBackoff(time.Second), Hint: hint})
+		h.change("/etc/config")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		h.stop(t)
+		out := buf.String()
+		for _, want := range []string{
+			`msg="reload failed, retrying" attempt=1 retry_in=1s err="app says no" hint="ask nicely"` + "\n",
+			`msg="reload failed, retrying" attempt=2 retry_in=1s err="connection refused"` + "\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log lacks %q; log:\n%s", want, out)
+			}
+		}
+	})
+}
+
 // The reloader's "content changed, reloading" comes before the target's
 // "reloaded" of that content, and before its request: tests and operators
 // take its time as the moment the reload was asked for. A target that

@@ -13,8 +13,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-
-	"github.com/hotreload/hotreload/notifier"
 )
 
 // StateFile records, per volume and per target, the content last delivered,
@@ -52,27 +50,24 @@ type stateEntryJSON struct {
 
 // OpenStateFile checks that path can be written (its directory exists and
 // is writable, and it is not a directory) and returns the StateFile. Its
-// errors are one line, a *notifier.OptionError that names the file
-// {StateFile}.
+// errors are one line that says what is wrong, and leaves it to the caller
+// to name the file.
 func OpenStateFile(path string) (*StateFile, error) {
-	fail := func(format string, args ...any) error {
-		return notifier.NewOptionError("{StateFile} %s: "+format, append([]any{path}, args...)...)
-	}
 	if path == "" {
-		return nil, notifier.NewOptionError("{StateFile}: must not be empty")
+		return nil, errors.New("must not be empty")
 	}
 	dir := filepath.Dir(path)
 	info, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fail("directory %s does not exist (mount an emptyDir there)", dir)
+		return nil, fmt.Errorf("directory %s does not exist (mount an emptyDir there)", dir)
 	case err != nil:
-		return nil, fail("%w", err)
+		return nil, fmt.Errorf("%w", err)
 	case !info.IsDir():
-		return nil, fail("%s is not a directory", dir)
+		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return nil, fail("is a directory, want a file name in it")
+		return nil, errors.New("is a directory, want a file name in it")
 	}
 	f, err := os.CreateTemp(dir, ".hotreload-state-check-*")
 	if err != nil {
@@ -80,7 +75,7 @@ func OpenStateFile(path string) (*StateFile, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is in the message already
 		}
-		return nil, fail("cannot create a file in %s: %w", dir, err)
+		return nil, fmt.Errorf("cannot create a file in %s: %w", dir, err)
 	}
 	f.Close()
 	os.Remove(f.Name())

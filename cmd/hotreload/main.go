@@ -67,6 +67,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		ShutdownGrace: cfg.ShutdownGrace,
 		Initial:       w.Initial,
 		State:         state,
+		Hint:          cfg.Hint,
 	})
 	// Ready: every volume hashed, and the content at start known.
 	ready := func() bool { return w.Ready() && r.Ready() }

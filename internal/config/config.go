@@ -1,10 +1,10 @@
 // Package config holds hotreload's command line: every flag, its environment
 // variable, and the checks that turn a bad command line into one clear line.
-// Parse reads the flags; NewTargets builds the targets they describe and
-// names, in every error of the notifier, signal and reloader packages, the
-// flag behind an option (see Explain). The binary and the tests that check
-// the shipped manifests share it, so a manifest is parsed exactly as the
-// binary would parse it.
+// Parse reads the flags; NewTargets, NewWatcher and OpenStateFile check the
+// flags of a part and build it, so that every error names its flag; Hint
+// turns the error of a failed reload into advice about the flags. The
+// binary and the tests that check the shipped manifests share it, so a
+// manifest is parsed exactly as the binary would parse it.
 package config
 
 import (
