@@ -265,22 +265,19 @@ func CheckMethod(method string) error {
 	return nil
 }
 
-// ParseHeader splits a header given as "Name: value" and checks it. On an
-// error, name is what of the header may be shown: its name, or without a
-// colon, where name and value cannot be told apart, its first word. No
-// error holds the value.
+// ParseHeader splits a header given as "Name: value" and checks it. No
+// error holds the value. On an error, name is the header's name if it may
+// be shown, else "": without a colon, name and value cannot be told apart,
+// and a name that is not a valid one may hold the value
+// ("X-Api-Key=s3cret: x").
 func ParseHeader(h string) (name, value string, err error) {
 	name, value, ok := strings.Cut(h, ":")
 	name = strings.TrimSpace(name)
 	if !ok {
-		shown, _, more := strings.Cut(name, " ")
-		if more {
-			shown += " ..."
-		}
-		return shown, "", errors.New(`want "Name: value"`)
+		return "", "", errors.New(`want "Name: value"; this one has no colon`)
 	}
 	if !isToken(name) {
-		return name, "", errors.New("not a valid header name")
+		return "", "", errors.New("not a valid header name")
 	}
 	value = strings.TrimSpace(value)
 	if strings.ContainsFunc(value, isControl) {
@@ -296,7 +293,10 @@ func ParseHeader(h string) (name, value string, err error) {
 func (w *Webhook) parseHeaders(headers []string) error {
 	for _, h := range headers {
 		name, value, err := ParseHeader(h)
-		if err != nil {
+		switch {
+		case err != nil && name == "":
+			return fmt.Errorf("header: %w (not shown, as it may hold a secret)", err)
+		case err != nil:
 			return fmt.Errorf("header %q: %w", name, err)
 		}
 		if http.CanonicalHeaderKey(name) == "Host" {

@@ -78,9 +78,17 @@ func (c *Config) checkWebhooks() error {
 		}
 	}
 	authHeader := false
-	for _, h := range o.Headers {
+	for i, h := range o.Headers {
 		name, _, err := notifier.ParseHeader(h)
-		if err != nil {
+		switch {
+		case err != nil && name == "":
+			// Nothing of it is shown: say which one it is.
+			which := ""
+			if len(o.Headers) > 1 {
+				which = fmt.Sprintf(" #%d", i+1)
+			}
+			return fmt.Errorf("--webhook-header%s: %w (not shown, as it may hold a secret)", which, err)
+		case err != nil:
 			return fmt.Errorf("--webhook-header %q: %w", name, err)
 		}
 		authHeader = authHeader || http.CanonicalHeaderKey(name) == "Authorization"
