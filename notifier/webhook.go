@@ -13,9 +13,11 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"golang.org/x/crypto/x509roots/fallback/bundle"
 )
@@ -218,7 +220,8 @@ func credentialParts(value string) []string {
 }
 
 // ParseURL parses a webhook URL and checks that it can be called: http or
-// https, with a host, and without a fragment. Its errors never quote the
+// https, with an ASCII host and a port from 1 to 65535, and without a
+// fragment. Its errors never quote the
 // URL, which may hold a password: show it with RedactURL.
 func ParseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
@@ -236,6 +239,14 @@ func ParseURL(raw string) (*url.URL, error) {
 		return nil, errors.New("no host")
 	case strings.Contains(raw, "#"):
 		return nil, errors.New("must not have a fragment (#...)")
+	case strings.ContainsFunc(u.Hostname(), func(r rune) bool { return r > unicode.MaxASCII }):
+		// Go dials the name as written, and no resolver finds it.
+		return nil, fmt.Errorf("host %q is not ASCII: give its ASCII form (punycode, xn--...)", u.Hostname())
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("port %s: must be from 1 to 65535", p)
+		}
 	}
 	return u, nil
 }

@@ -98,7 +98,7 @@ func (c *Config) Register(app *kingpin.Application) {
 	count("webhook-retries", "Attempts per change (as configmap-reload counts them); 0 retries until the reload succeeds.", "0", &c.Retries)
 	duration("webhook-timeout", "Timeout of one reload request.", "30s", &c.Webhook.Timeout)
 	// Hidden: benchmarks compare with the probe turned off.
-	duration("webhook-probe-interval", "After a refused connection, check this often with a TCP connect whether the app listens again, and retry at once when it does; 0 turns it off.", "200ms", &c.ProbeInterval)
+	duration("webhook-probe-interval", "After a refused connection, check this often with a TCP connect whether the app listens again, and retry at once when it does; 0 turns it off.", defaultProbeInterval.String(), &c.ProbeInterval)
 	app.GetFlag("webhook-probe-interval").Hidden()
 	duration("webhook-max-backoff", "Longest wait between two attempts; retries back off exponentially, with jitter, up to this.", "5s", &c.MaxBackoff)
 	flag("webhook-header", `Header to send, as "Name: value". Repeatable.`).
@@ -125,7 +125,7 @@ func (c *Config) Register(app *kingpin.Application) {
 		PlaceHolder("FILE").StringVar(&c.Signal.PIDFile)
 	flag("signal-force", "Send the signal even if the target does not handle it and would be terminated by it.").
 		SetValue(boolValue{"signal-force", &c.Signal.Force})
-	duration("signal-confirm-timeout", "After signalling a process that has children (nginx's workers), wait up to this long for it to replace them, as a reload that took does; 0 does not check.", "5s", &c.Signal.ConfirmTimeout)
+	duration("signal-confirm-timeout", "After signalling a process that has children (nginx's workers), wait up to this long for it to replace them, as a reload that took does; 0 does not check.", defaultConfirmTimeout.String(), &c.Signal.ConfirmTimeout)
 
 	// prometheus-config-reloader's names for the same things, which the
 	// Prometheus community charts pass since prometheus chart 20.0 and
@@ -138,7 +138,7 @@ func (c *Config) Register(app *kingpin.Application) {
 	flag("web.listen-address", "Address to serve metrics and health endpoints on.").
 		Default(":9533").StringVar(&c.ListenAddress)
 	flag("web.config.file", "File that turns on TLS and basic auth for the metrics and health endpoints, in the format of the Prometheus exporter-toolkit (tls_server_config, basic_auth_users); read again at every connection.").
-		PlaceHolder("FILE").StringVar(&c.WebConfigFile)
+		PlaceHolder("FILE").SetValue(nonEmptyValue{"web.config.file", &c.WebConfigFile, "a file in the exporter-toolkit format"})
 	flag("web.telemetry-path", "Path of the metrics endpoint.").
 		Default("/metrics").StringVar(&c.TelemetryPath)
 	enum("log.level", "Log level: debug, info, warn or error.", "info", &c.LogLevel, []string{"debug", "info", "warn", "error"})
@@ -195,5 +195,19 @@ func (c *Config) check() error {
 	if s := c.Signal; s.Signal == "" && (s.ProcessName != "" || s.ProcessCmdline != "" || s.PIDFile != "" || s.Force) {
 		return errors.New("--process-name, --process-cmdline, --pid-file and --signal-force need --signal")
 	}
+	// A value other than the default of a flag whose target is not there
+	// was meant for something and would do nothing.
+	if c.Signal.Signal == "" && c.Signal.ConfirmTimeout != defaultConfirmTimeout {
+		return fmt.Errorf("--signal-confirm-timeout %s: needs --signal", c.Signal.ConfirmTimeout)
+	}
+	if len(c.WebhookURLs) == 0 && c.ProbeInterval != defaultProbeInterval {
+		return fmt.Errorf("--webhook-probe-interval %s: needs --webhook-url", c.ProbeInterval)
+	}
 	return nil
 }
+
+// Defaults of the flags that check() compares with.
+const (
+	defaultConfirmTimeout = 5 * time.Second
+	defaultProbeInterval  = 200 * time.Millisecond
+)
