@@ -64,11 +64,11 @@ type WebhookOptions struct {
 // up to the caller. A Webhook is safe for concurrent use.
 //
 // Each attempt is bounded by the timeout. Redirects are followed, up to 10,
-// as long as they stay on the same host, keep the method and do not go from
-// https to http. Any other redirect is a failed attempt that names the new
+// as long as they stay on the same scheme, host and port, and keep the
+// method. Any other redirect is a failed attempt that names the new
 // location: one that would turn a POST into a GET (301, 302 and 303 do)
-// would not reach the app as a reload, and one to another host would carry
-// the headers there.
+// would not reach the app as a reload, and one elsewhere would carry the
+// credentials and headers there.
 //
 // Name, and every error that Notify returns, carries no credential: the URL's
 // password and query values are redacted, and header values and the bearer
@@ -416,22 +416,31 @@ func newTransport(tlsConfig *tls.Config) *http.Transport {
 }
 
 // checkRedirect follows up to maxRedirects redirects that stay on the same
-// host, keep the method and do not downgrade from https to http. The host
-// must stay because Go sends custom headers, which may hold a credential,
-// on to any host.
+// scheme, host and port and keep the method. A reload endpoint has no
+// business sending its caller elsewhere, and the request carries its
+// credentials: Go sends custom headers on to any host, and basic auth to
+// another port of the same one.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	switch {
 	case len(via) >= maxRedirects:
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	case req.URL.Hostname() != first.URL.Hostname():
-		return &RedirectError{fmt.Sprintf("redirected to %s: refusing to follow to another host", redactURL(req.URL))}
+	case origin(req.URL) != origin(first.URL):
+		return &RedirectError{fmt.Sprintf("redirected to %s: refusing to follow to another scheme, host or port, which would get the credentials", redactURL(req.URL))}
 	case req.Method != first.Method:
 		return &RedirectError{fmt.Sprintf("redirected to %s, which would turn %s into %s", redactURL(req.URL), first.Method, req.Method)}
-	case via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https":
-		return &RedirectError{fmt.Sprintf("redirected to %s: refusing to leave https", redactURL(req.URL))}
 	}
 	return nil
+}
+
+// origin returns the scheme, host and port of u, with the scheme's default
+// port when it has none.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // RedirectError is a failed attempt that the app answered with a redirect

@@ -603,7 +603,7 @@ func TestNotifyRedirect(t *testing.T) {
 			wantErr: "POST " + srv.URL + "/found: redirected to " + srv.URL + "/-/reload?token=xxxxx, which would turn POST into GET"},
 		{name: "loop", method: "POST", path: "/loop", wantErr: "POST " + srv.URL + "/loop: stopped after 10 redirects"},
 		{name: "another host", method: "POST", path: "/elsewhere",
-			wantErr: "POST " + srv.URL + "/elsewhere: redirected to http://example.com/-/reload?token=xxxxx: refusing to follow to another host"},
+			wantErr: "POST " + srv.URL + "/elsewhere: redirected to http://example.com/-/reload?token=xxxxx: refusing to follow to another scheme, host or port, which would get the credentials"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -626,6 +626,41 @@ func TestNotifyRedirect(t *testing.T) {
 				t.Errorf("the reload endpoint saw %s, want %s", got, tt.wantMethod)
 			}
 		})
+	}
+}
+
+// TestRedirectKeepsCredentialsHome: a redirect to the same host on another
+// port, or to another scheme, is not followed: the credentials and headers
+// of the reload request stay with the app they were given for.
+func TestRedirectKeepsCredentialsHome(t *testing.T) {
+	other := &recorder{}
+	otherSrv := startServer(t, other.ServeHTTP)
+	_, otherPort, _ := net.SplitHostPort(strings.TrimPrefix(otherSrv.URL, "http://"))
+	mux := http.NewServeMux()
+	mux.Handle("/port", http.RedirectHandler("http://127.0.0.1:"+otherPort+"/-/reload", http.StatusTemporaryRedirect))
+	mux.Handle("/scheme", http.RedirectHandler("https://127.0.0.1:"+otherPort+"/-/reload", http.StatusTemporaryRedirect))
+	srv := startServer(t, mux.ServeHTTP)
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	for _, tt := range []struct{ path, to string }{
+		{"/port", "http://127.0.0.1:" + otherPort + "/-/reload"},
+		{"/scheme", "https://127.0.0.1:" + otherPort + "/-/reload"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			w := newTestWebhook(t, WebhookOptions{URL: "http://admin:s3cret-pw@" + host + tt.path, Headers: []string{"X-Api-Key: s3cret-h"}})
+			err := w.Notify(t.Context())
+			want := "POST http://admin:xxxxx@" + host + tt.path + ": redirected to " + tt.to + ": refusing to follow to another scheme, host or port, which would get the credentials"
+			if err == nil || err.Error() != want {
+				t.Errorf("Notify = %v,\nwant %s", err, want)
+			}
+			var re *RedirectError
+			if !errors.As(err, &re) {
+				t.Errorf("Notify = %v, want a *RedirectError", err)
+			}
+		})
+	}
+	if n := other.count(); n != 0 {
+		t.Errorf("the other port got %d requests, with the credentials", n)
 	}
 }
 

@@ -174,7 +174,7 @@ func TestNotifyRedirectFromHTTPS(t *testing.T) {
 	srv, caFile := startTLSServer(t, http.RedirectHandler(plain.URL+"/-/reload", http.StatusTemporaryRedirect), nil)
 	w := newTestWebhook(t, WebhookOptions{URL: srv.URL, CAFile: caFile})
 	err := w.Notify(t.Context())
-	want := "POST " + srv.URL + ": redirected to " + plain.URL + "/-/reload: refusing to leave https"
+	want := "POST " + srv.URL + ": redirected to " + plain.URL + "/-/reload: refusing to follow to another scheme, host or port, which would get the credentials"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Notify error = %v,\nwant %s", err, want)
 	}
