@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -79,6 +80,7 @@ type Server struct {
 	logger     log.Logger
 	ln         net.Listener
 	srv        *http.Server
+	errorLog   *serverLog
 	configFile string
 }
 
@@ -91,10 +93,17 @@ func Listen(logger log.Logger, addr string, h http.Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--web.listen-address %s: %w", addr, err)
 	}
+	logger = log.With(logger, "component", "web")
+	errorLog := newServerLog(logger)
 	return &Server{
-		logger: log.With(logger, "component", "web"),
-		ln:     ln,
-		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		logger:   logger,
+		ln:       ln,
+		errorLog: errorLog,
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          stdlog.New(errorLog, "", 0),
+		},
 	}, nil
 }
 
