@@ -475,12 +475,23 @@ func (w *Webhook) Notify(ctx context.Context) error {
 	if w.match(resp.StatusCode) {
 		return nil
 	}
+	body := w.scrub(excerpt(head[:n]), token)
 	msg := fmt.Sprintf("status %d, want %s", resp.StatusCode, w.want)
-	if e := excerpt(head[:n]); e != "" {
-		msg += ": " + e
+	if body != "" {
+		msg += ": " + body
 	}
-	return w.fail(msg, nil, token)
+	return w.fail(msg, &StatusError{Code: resp.StatusCode, Body: body}, token)
 }
+
+// StatusError is a failed attempt that the app answered with a status code
+// that is not a wanted one. Body is the beginning and end of its response,
+// in one line, with every credential scrubbed, as in the attempt's error.
+type StatusError struct {
+	Code int
+	Body string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("status %d", e.Code) }
 
 // newRequest builds the request of one attempt, reading the bearer token,
 // which it also returns.
@@ -569,6 +580,12 @@ func (w *Webhook) transportError(parent, attempt context.Context, err error, tok
 // known secret, and the extra ones, scrubbed out. cause, if not nil, is what
 // errors.Is and errors.As see; its text is not used.
 func (w *Webhook) fail(msg string, cause error, extra ...string) error {
+	return &attemptError{msg: w.op + ": " + w.scrub(msg, extra...), cause: cause}
+}
+
+// scrub returns msg with every known secret, and the extra ones, replaced by
+// xxxxx.
+func (w *Webhook) scrub(msg string, extra ...string) string {
 	secrets := slices.Concat(extra, w.secrets)
 	// Longest first, so that a secret inside another goes with it.
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
@@ -577,7 +594,7 @@ func (w *Webhook) fail(msg string, cause error, extra ...string) error {
 			msg = strings.ReplaceAll(msg, s, redacted)
 		}
 	}
-	return &attemptError{msg: w.op + ": " + msg, cause: cause}
+	return msg
 }
 
 // attemptError is a failed attempt. Its message is built from the redacted

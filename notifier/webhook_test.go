@@ -841,6 +841,10 @@ func TestAuthorizationHeaderPartsScrubbed(t *testing.T) {
 			if err == nil || err.Error() != want {
 				t.Fatalf("Notify error = %v, want %q", err, want)
 			}
+			var se *StatusError
+			if !errors.As(err, &se) || se.Code != http.StatusUnauthorized || se.Body != "bad token xxxxx" {
+				t.Errorf("Notify error's StatusError = %+v, want code 401 and the scrubbed body", se)
+			}
 		})
 	}
 }

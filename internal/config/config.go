@@ -24,6 +24,8 @@ import (
 
 // Config is hotreload's whole configuration.
 type Config struct {
+	pid int // hotreload's pid, for Hint; 0 means os.Getpid()
+
 	VolumeDirs     []string
 	Debounce       time.Duration
 	ResyncInterval time.Duration

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,22 @@ func TestSignalReloadHint(t *testing.T) {
 	}
 	if got, want := c.Hint(err), "use --signal-force to send anyway"; got != want {
 		t.Errorf("Hint = %q, want %q", got, want)
+	}
+}
+
+// TestNoProcessHint: no process of the name, and the advice on what the pod
+// needs.
+func TestNoProcessHint(t *testing.T) {
+	name := fmt.Sprintf("hrnone-%d", os.Getpid())
+	c, targets, err := parseAll(t, "--volume-dir=/etc/config", "--signal=HUP", "--process-name="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = targets[0].Notify(context.Background())
+	if want := "no process named " + name; err == nil || err.Error() != want {
+		t.Fatalf("Notify = %v, want %s", err, want)
+	}
+	if got := c.Hint(err); !strings.Contains(got, "shareProcessNamespace: true") {
+		t.Errorf("Hint = %q, want it to name shareProcessNamespace: true", got)
 	}
 }
