@@ -437,6 +437,11 @@ type target struct {
 
 	kick chan struct{} // capacity 1: "wanted has moved"
 
+	// Owned by run's goroutine: the version whose delivery reached the app
+	// unconfirmed, not to be sent again.
+	held        bool
+	heldVersion uint64
+
 	// Guarded by r.mu.
 	wanted    content              // the newest content asked for
 	version   uint64               // bumped each time wanted changes
@@ -511,25 +516,39 @@ func (t *target) run(ctx context.Context, stop <-chan struct{}) {
 				level.Info(t.logger).Log("msg", "retrying the failed reload")
 			}
 		}
-		if _, _, ok := t.pending(); !ok {
+		if _, v, ok := t.pending(); !ok || (t.held && v == t.heldVersion) {
 			retryC = nil
 			continue
 		}
-		if !t.deliver(ctx, stop) && retry != nil {
-			retry.Reset(t.opts.RetryInterval)
-			retryC = retry.C
-		} else {
+		switch t.deliver(ctx, stop) {
+		case retryLater:
+			if retry != nil {
+				retry.Reset(t.opts.RetryInterval)
+				retryC = retry.C
+			}
+		default:
 			retryC = nil
 		}
 	}
 }
 
+// outcome is how a delivery ended.
+type outcome int
+
+const (
+	done       outcome = iota // the target has the newest content asked for
+	retryLater                // it failed: the next change or resync tries again
+	heldBack                  // it reached the app unconfirmed: only the next change tries again
+)
+
 // deliver makes attempts until one succeeds, the attempts for a change run
 // out, the target turns out to have the content already, or stop closes. A
 // newer change that arrives while it waits to retry replaces the one it was
-// delivering, with attempts counted afresh. It reports whether the target
-// has the newest content it was asked for.
-func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
+// delivering, with attempts counted afresh. An attempt that reached the app
+// but could not be confirmed (notifier.ErrUnconfirmed) is not repeated for
+// the same content: that would only make the app read it again.
+func (t *target) deliver(ctx context.Context, stop <-chan struct{}) outcome {
+	t.held = false
 	start := time.Now()
 	c, version, _ := t.pending()
 	var (
@@ -551,21 +570,27 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 			t.r.delivered(t, c, at)
 			t.success.Inc()
 			level.Info(t.logger).Log("msg", "reloaded", "attempts", attempt, "duration", took.Round(time.Millisecond))
-			return true
+			return done
 		}
 		if ctx.Err() != nil {
 			level.Warn(t.logger).Log(t.failureKV(err, "msg", "shutdown grace period over, reload abandoned")...)
-			return false
+			return retryLater
 		}
 		t.lastOK.Set(0)
-		exhausted := t.opts.Retries > 0 && attempt >= t.opts.Retries
+		unconfirmed := errors.Is(err, notifier.ErrUnconfirmed)
+		exhausted := unconfirmed || t.opts.Retries > 0 && attempt >= t.opts.Retries
 		if exhausted {
 			t.duration.Observe(time.Since(start).Seconds())
 		}
 		t.failure.Inc() // last, as success is
-		if exhausted {
+		switch {
+		case unconfirmed:
+			t.held, t.heldVersion = true, version
+			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload not confirmed, not sent again for this content: the next change tries again", "attempts", attempt)...)
+			return heldBack
+		case exhausted:
 			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt)...)
-			return false
+			return retryLater
 		}
 		delay := t.opts.Backoff.Delay(attempt)
 		logger := level.Warn(t.logger)
@@ -585,13 +610,13 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 				t.lastOK.Set(1)
 				t.duration.Observe(time.Since(start).Seconds())
 				level.Info(t.logger).Log("msg", "content is back to what the app was last given, dropping the retry")
-				return true
+				return done
 			}
 			c, version, attempt = nc, nv, 0
 			level.Debug(t.logger).Log("msg", "newer change supersedes the one being retried")
 		case waitStop:
 			level.Warn(t.logger).Log(t.failureKV(err, "msg", "shutting down before the reload succeeded")...)
-			return false
+			return retryLater
 		}
 	}
 }

@@ -3,6 +3,7 @@ package reloader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -507,6 +508,43 @@ func TestLogsSayWhatHappens(t *testing.T) {
 		// The same error again is not repeated at warning level.
 		if n := strings.Count(out, "level=warn"); n != 1 {
 			t.Errorf("warnings = %d, want 1 for three identical failures; log:\n%s", n, out)
+		}
+	})
+}
+
+// TestUnconfirmedNotRepeated: a reload that reached the app but could not
+// be confirmed (a signal the app took without replacing its workers) is not
+// sent again for the same content, neither by the backoff nor by the
+// resync: that would only make the app read the same config again. The
+// next change is delivered at once.
+func TestUnconfirmedNotRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf binary.Buffer
+		kept := fmt.Errorf("signal delivered but pid 7 (nginx) kept its workers: %w", notifier.ErrUnconfirmed)
+		f := &fakeTarget{name: "signal:nginx", errs: []error{kept, kept, kept}}
+		h := startWith(t, &buf, []notifier.Target{f}, Options{Backoff: fixedBackoff(time.Second), RetryInterval: 2 * time.Minute})
+		h.change("/etc/nginx")
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		if got := len(f.times()); got != 1 {
+			t.Errorf("signals sent for one change in 30 minutes = %d, want 1", got)
+		}
+		if got := testutil.ToFloat64(counter(h, "signal:nginx", "failure")); got != 1 {
+			t.Errorf("failures = %v, want 1", got)
+		}
+		if got := series(h, "hotreload_last_reload_successful", "signal:nginx"); got != 0 {
+			t.Errorf("hotreload_last_reload_successful = %v, want 0", got)
+		}
+		t0 := time.Now()
+		h.change("/etc/nginx")
+		synctest.Wait()
+		if calls := f.times(); len(calls) != 2 || !calls[1].Equal(t0) {
+			t.Errorf("the next change: calls at %v, want a second one at once (%v)", calls, t0)
+		}
+		h.stop(t)
+		want := `level=error component=reloader target=signal:nginx msg="reload not confirmed, not sent again for this content: the next change tries again" attempts=1 err="signal delivered but pid 7 (nginx) kept its workers: reload not confirmed"`
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log lacks %q; log:\n%s", want, buf.String())
 		}
 	})
 }
