@@ -486,12 +486,24 @@ func (w *Webhook) Notify(ctx context.Context) error {
 // StatusError is a failed attempt that the app answered with a status code
 // that is not a wanted one. Body is the beginning and end of its response,
 // in one line, with every credential scrubbed, as in the attempt's error.
+// It is an ErrRefused unless the code says to come back later: 408, 425,
+// 429, 502, 503 and 504 (an app that is starting, a proxy in front of one).
 type StatusError struct {
 	Code int
 	Body string
 }
 
 func (e *StatusError) Error() string { return fmt.Sprintf("status %d", e.Code) }
+
+// Unwrap returns ErrRefused for a code that refuses the reload.
+func (e *StatusError) Unwrap() error {
+	switch e.Code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return nil
+	}
+	return ErrRefused
+}
 
 // newRequest builds the request of one attempt, reading the bearer token,
 // which it also returns.

@@ -332,6 +332,17 @@ func TestNotifyStatus(t *testing.T) {
 	}
 }
 
+// TestStatusRefuses: an answer that refuses the reload is an ErrRefused;
+// one that says to come back later is not.
+func TestStatusRefuses(t *testing.T) {
+	for code, refused := range map[int]bool{400: true, 401: true, 404: true, 422: true, 500: true,
+		408: false, 425: false, 429: false, 502: false, 503: false, 504: false} {
+		if got := errors.Is(&StatusError{Code: code}, ErrRefused); got != refused {
+			t.Errorf("status %d is ErrRefused = %v, want %v", code, got, refused)
+		}
+	}
+}
+
 func TestNotifyDrainsTheBody(t *testing.T) {
 	// A body larger than the excerpt but within the drain limit must be
 	// read to the end, so that the next attempt reuses the connection.

@@ -52,6 +52,11 @@ type Options struct {
 	Retries int
 	// Backoff paces the retries.
 	Backoff notifier.Backoff
+	// RefusedBackoff paces the retries after an attempt that the app
+	// refused (notifier.ErrRefused: it answered, and not with success),
+	// which trying again soon with the same content will not change; its
+	// Max is typically minutes. A zero Max means Backoff's.
+	RefusedBackoff notifier.Backoff
 	// RetryInterval is how often a target whose attempts ran out is tried
 	// again without a new change; 0 means only on the next change.
 	RetryInterval time.Duration
@@ -593,6 +598,9 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) outcome {
 			return retryLater
 		}
 		delay := t.opts.Backoff.Delay(attempt)
+		if errors.Is(err, notifier.ErrRefused) && t.opts.RefusedBackoff.Max > 0 {
+			delay = t.opts.RefusedBackoff.Delay(attempt)
+		}
 		logger := level.Warn(t.logger)
 		if msg := err.Error(); msg == lastErr && time.Since(lastLog) < repeatLogEvery {
 			logger = level.Debug(t.logger)

@@ -30,10 +30,11 @@ type fakeTarget struct {
 	name string
 	took time.Duration
 
-	mu      sync.Mutex
-	errs    []error
-	calls   []time.Time
-	failAll bool
+	mu       sync.Mutex
+	errs     []error
+	calls    []time.Time
+	failAll  bool
+	failWith error
 }
 
 func (f *fakeTarget) Name() string { return f.name }
@@ -44,6 +45,8 @@ func (f *fakeTarget) Notify(ctx context.Context) error {
 	var err error
 	if f.failAll {
 		err = errors.New("app says no")
+	} else if f.failWith != nil {
+		err = f.failWith
 	} else if len(f.errs) > 0 {
 		err, f.errs = f.errs[0], f.errs[1:]
 	}
@@ -62,6 +65,13 @@ func (f *fakeTarget) times() []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]time.Time(nil), f.calls...)
+}
+
+// setFailWith makes every call fail with err; nil ends it.
+func (f *fakeTarget) setFailWith(err error) {
+	f.mu.Lock()
+	f.failWith = err
+	f.mu.Unlock()
 }
 
 func (f *fakeTarget) setFailAll(v bool) {
@@ -546,6 +556,46 @@ func TestUnconfirmedNotRepeated(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log lacks %q; log:\n%s", want, buf.String())
 		}
+	})
+}
+
+// TestRefusedBacksOffToMinutes: a config that the app refuses (it answers,
+// with a status such as 500) is tried again at the pace of RefusedBackoff,
+// up to minutes apart, not every few seconds; the next change is delivered
+// at once.
+func TestRefusedBacksOffToMinutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := fmt.Errorf("POST http://app/-/reload: status 500, want 200: bad config: %w", &notifier.StatusError{Code: 500})
+		f := &fakeTarget{name: "app"}
+		f.setFailWith(refused)
+		rnd := func() float64 { return 0.999999 }
+		h := start(t, []notifier.Target{f}, Options{
+			Backoff:        notifier.Backoff{Max: 5 * time.Second, Rand: rnd},
+			RefusedBackoff: notifier.Backoff{Max: 5 * time.Minute, Rand: rnd},
+		})
+		h.change("/etc/config")
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		calls := f.times()
+		// 0.2s doubling to 5m takes 11 attempts and 6.8 minutes; then one
+		// every 5 minutes. Every 5 s would be 350 attempts.
+		if len(calls) < 10 || len(calls) > 17 {
+			t.Errorf("attempts in 30 minutes = %d, want 10 to 17", len(calls))
+		}
+		if gap := calls[len(calls)-1].Sub(calls[len(calls)-2]); gap < 4*time.Minute {
+			t.Errorf("last gap between attempts = %v, want about 5m", gap)
+		}
+		f.setFailWith(nil)
+		t0 := time.Now()
+		h.change("/etc/config")
+		synctest.Wait()
+		if last := f.times()[len(f.times())-1]; !last.Equal(t0) {
+			t.Errorf("the next change was sent %v after it came, want at once", last.Sub(t0))
+		}
+		if got := series(h, "hotreload_last_reload_successful", "app"); got != 1 {
+			t.Errorf("hotreload_last_reload_successful = %v after the next change, want 1", got)
+		}
+		h.stop(t)
 	})
 }
 

@@ -58,16 +58,17 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return badInput(stderr, err)
 	}
 	r := reloader.New(logger, reg, targets, reloader.Options{
-		Debounce:      cfg.Debounce,
-		Retries:       cfg.Retries,
-		Backoff:       notifier.Backoff{Max: cfg.MaxBackoff},
-		RetryInterval: cfg.ResyncInterval,
-		ProbeInterval: cfg.ProbeInterval,
-		ReloadOnStart: cfg.ReloadOnStart,
-		ShutdownGrace: cfg.ShutdownGrace,
-		Initial:       w.Initial,
-		State:         state,
-		Hint:          cfg.Hint,
+		Debounce:       cfg.Debounce,
+		Retries:        cfg.Retries,
+		Backoff:        notifier.Backoff{Max: cfg.MaxBackoff},
+		RefusedBackoff: notifier.Backoff{Max: cfg.RefusedMaxBackoff},
+		RetryInterval:  cfg.ResyncInterval,
+		ProbeInterval:  cfg.ProbeInterval,
+		ReloadOnStart:  cfg.ReloadOnStart,
+		ShutdownGrace:  cfg.ShutdownGrace,
+		Initial:        w.Initial,
+		State:          state,
+		Hint:           cfg.Hint,
 	})
 	// Ready: every volume hashed, and the content at start known.
 	ready := func() bool { return w.Ready() && r.Ready() }

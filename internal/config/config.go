@@ -35,11 +35,13 @@ type Config struct {
 	StateFile      string        // --state-file; "" means none
 	ProbeInterval  time.Duration // --webhook-probe-interval (hidden); 0 never probes
 
-	Webhook       notifier.WebhookOptions // the options every --webhook-url shares
-	WebhookURLs   []string
-	Retries       int
-	MaxBackoff    time.Duration
-	ShutdownGrace time.Duration
+	Webhook     notifier.WebhookOptions // the options every --webhook-url shares
+	WebhookURLs []string
+	Retries     int
+	MaxBackoff  time.Duration
+	// RefusedMaxBackoff bounds the backoff after the app refused a reload.
+	RefusedMaxBackoff time.Duration
+	ShutdownGrace     time.Duration
 
 	Signal SignalConfig
 
@@ -103,6 +105,7 @@ func (c *Config) Register(app *kingpin.Application) {
 	duration("webhook-probe-interval", "After a refused connection, check this often with a TCP connect whether the app listens again, and retry at once when it does; 0 turns it off.", defaultProbeInterval.String(), &c.ProbeInterval)
 	app.GetFlag("webhook-probe-interval").Hidden()
 	duration("webhook-max-backoff", "Longest wait between two attempts; retries back off exponentially, with jitter, up to this.", "5s", &c.MaxBackoff)
+	duration("webhook-refused-max-backoff", "Longest wait between two attempts when the app refused the reload (it answered with an error status, such as Prometheus's 500 for an invalid config): the same config is tried again this rarely, and the next change at once.", "5m", &c.RefusedMaxBackoff)
 	flag("webhook-header", `Header to send, as "Name: value". Repeatable.`).
 		PlaceHolder("HEADER").StringsVar(&c.Webhook.Headers)
 	flag("webhook-bearer-token-file", "File holding a bearer token, read at every request so a rotated token works.").

@@ -49,6 +49,7 @@ func TestDefaults(t *testing.T) {
 		{"retries", c.Retries, 0},
 		{"timeout", c.Webhook.Timeout, 30 * time.Second},
 		{"max backoff", c.MaxBackoff, 5 * time.Second},
+		{"refused max backoff", c.RefusedMaxBackoff, 5 * time.Minute},
 		{"listen", c.ListenAddress, ":9533"},
 		{"telemetry", c.TelemetryPath, "/metrics"},
 		{"reload on start", c.ReloadOnStart, false},
@@ -237,6 +238,8 @@ func TestFlagBounds(t *testing.T) {
 	}{
 		{"--webhook-max-backoff=1ns", "--webhook-max-backoff 1ns: must be from 100ms to 10m"},
 		{"--webhook-max-backoff=1h", "--webhook-max-backoff 1h: must be from 100ms to 10m"},
+		{"--webhook-refused-max-backoff=10ms", "--webhook-refused-max-backoff 10ms: must be from 100ms to 1h"},
+		{"--webhook-refused-max-backoff=2h", "--webhook-refused-max-backoff 2h: must be from 100ms to 1h"},
 		{"--resync-interval=1ns", "--resync-interval 1ns: must be 0 (off) or from 1s to 24h"},
 		{"--resync-interval=25h", "--resync-interval 25h: must be 0 (off) or from 1s to 24h"},
 		{"--poll-interval=1ns", "--poll-interval 1ns: must be from 100ms to 1h"},
