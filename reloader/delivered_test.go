@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,6 +172,7 @@ func TestChangedWhileStarting(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				defer sf.Close()
 				f := &fakeTarget{name: "app"}
 				h := start(t, []notifier.Target{f}, Options{Initial: initial(map[string][32]byte{"/etc/a": hashOf(5)}), State: sf})
 				h.changeTo("/etc/a", 5)
@@ -213,7 +215,10 @@ func writeState(t *testing.T, path, dir string, targets map[string]int) {
 func readStateFile(t *testing.T, path string) map[string]map[string]StateEntry {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	got, err := decodeState(b, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeState(b)
 	if err != nil {
 		t.Fatalf("state file: %v", err)
 	}
@@ -221,8 +226,10 @@ func readStateFile(t *testing.T, path string) map[string]map[string]StateEntry {
 }
 
 // TestStateFile: a change made while hotreload was not running is delivered
-// at start; the first start of a pod, or a state file that cannot be read,
-// records the startup content as delivered instead.
+// at start; the first start of a pod records the startup content as
+// delivered instead. What the file does not tell (a state file that cannot
+// be read, a volume or target without a record) is delivered; records that
+// match nothing now are dropped, with a line that says so.
 func TestStateFile(t *testing.T) {
 	const dir = "/etc/a"
 	tests := []struct {
@@ -237,6 +244,17 @@ func TestStateFile(t *testing.T) {
 			file:     func(t *testing.T, path string) {},
 			want:     map[string]int{"one": 0, "two": 0},
 			wantLog:  `msg="no state file yet (first start of the pod): recording the startup content as delivered"`,
+			notInLog: "level=warn",
+		},
+		{
+			name: "empty: as missing",
+			file: func(t *testing.T, path string) {
+				if err := os.WriteFile(path, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:     map[string]int{"one": 0, "two": 0},
+			wantLog:  `msg="no state file yet (first start of the pod)`,
 			notInLog: "level=warn",
 		},
 		{
@@ -258,30 +276,56 @@ func TestStateFile(t *testing.T) {
 			wantLog: `msg="content changed while hotreload was not running, reloading" dirs=/etc/a`,
 		},
 		{
-			name:    "a volume not watched now is ignored",
-			file:    func(t *testing.T, path string) { writeState(t, path, "/etc/gone", map[string]int{"one": 4, "two": 4}) },
-			want:    map[string]int{"one": 0, "two": 0},
-			wantLog: "",
+			name: "a volume under another path: its record dropped, the volume delivered",
+			file: func(t *testing.T, path string) { writeState(t, path, "/etc/gone", map[string]int{"one": 4, "two": 4}) },
+			want: map[string]int{"one": 1, "two": 1},
+			wantLog: `msg="the state file has records of volumes not watched now (not configured, or missing), dropping them; one that appears is delivered" dirs=/etc/gone` + "\n" +
+				`level=info component=reloader msg="the state file does not say what the app was given of these volumes (missing before, or a target added since): delivering them" dirs=/etc/a`,
 		},
 		{
-			name: "corrupt: one warning, treated as missing",
+			name: "a target not configured now: its records dropped",
+			file: func(t *testing.T, path string) {
+				writeState(t, path, dir, map[string]int{"one": 5, "two": 5, "gone": 4})
+			},
+			want:    map[string]int{"one": 0, "two": 0},
+			wantLog: `msg="the state file has records of targets not configured now, dropping them" targets=gone`,
+		},
+		{
+			name:    "a target without a record: delivered",
+			file:    func(t *testing.T, path string) { writeState(t, path, dir, map[string]int{"one": 5}) },
+			want:    map[string]int{"one": 0, "two": 1},
+			wantLog: `msg="the state file does not say what the app was given of these volumes (missing before, or a target added since): delivering them" dirs=/etc/a`,
+		},
+		{
+			name: "corrupt: one warning, the current content delivered",
 			file: func(t *testing.T, path string) {
 				if err := os.WriteFile(path, []byte(`{"version":1,"volumes":{"/etc/a":{"one":{"hash":"zz`), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			},
-			want:    map[string]int{"one": 0, "two": 0},
-			wantLog: `level=warn component=reloader msg="cannot read the state file, treating it as missing and rewriting it`,
+			want:    map[string]int{"one": 1, "two": 1},
+			wantLog: `level=warn component=reloader msg="cannot read the state file, so what the app has is not known: delivering the current content, and rewriting the file"`,
 		},
 		{
-			name: "a bad hash: one warning, treated as missing",
+			name: "a bad hash: one warning, the current content delivered",
 			file: func(t *testing.T, path string) {
 				if err := os.WriteFile(path, []byte(`{"version":1,"volumes":{"/etc/a":{"one":{"hash":"abc"}}}}`), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			},
-			want:    map[string]int{"one": 0, "two": 0},
+			want:    map[string]int{"one": 1, "two": 1},
 			wantLog: `hash \"abc\" is not 64 hex digits`,
+		},
+		{
+			name: "too large: one warning, not read, the current content delivered",
+			file: func(t *testing.T, path string) {
+				big := `{"version":1,"volumes":{},"padding":"` + strings.Repeat("x", maxStateSize) + `"}`
+				if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:    map[string]int{"one": 1, "two": 1},
+			wantLog: `err="larger than 1048576 bytes, more than hotreload writes"`,
 		},
 	}
 	for _, tt := range tests {
@@ -293,6 +337,7 @@ func TestStateFile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				defer sf.Close()
 				var buf binary.Buffer
 				one, two := &fakeTarget{name: "one"}, &fakeTarget{name: "two"}
 				h := startWith(t, &buf, []notifier.Target{one, two}, Options{
@@ -338,6 +383,7 @@ func TestStateFileFollowsDeliveries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer sf.Close()
 		f := &fakeTarget{name: "app"}
 		h := start(t, []notifier.Target{f}, Options{
 			Retries: 1,
@@ -365,6 +411,7 @@ func TestStateFileFollowsDeliveries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer sf.Close()
 		f := &fakeTarget{name: "app"}
 		h := start(t, []notifier.Target{f}, Options{Initial: initial(map[string][32]byte{"/etc/a": hashOf(3)}), State: sf})
 		synctest.Wait()
@@ -413,6 +460,106 @@ func TestOpenStateFile(t *testing.T) {
 				t.Errorf("OpenStateFile = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestStateFileReplacesOnlyItsOwn: a --state-file that names something
+// hotreload did not write (a device, a pipe, a link, the app's own config on
+// a shared emptyDir) is refused, and left as it was.
+func TestStateFileReplacesOnlyItsOwn(t *testing.T) {
+	tmp := t.TempDir()
+	appConf := filepath.Join(tmp, "app.conf")
+	if err := os.WriteFile(appConf, []byte("listen 80;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(tmp, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "link")
+	if err := os.Symlink(appConf, link); err != nil {
+		t.Fatal(err)
+	}
+	ours := filepath.Join(tmp, "state.json")
+	writeState(t, ours, "/etc/a", map[string]int{"one": 1})
+	for _, tt := range []struct{ name, path, want string }{
+		{"another program's file", appConf, "exists and was not written by hotreload: refusing to replace it; give a file of its own, on an emptyDir"},
+		{"a named pipe", fifo, "is a named pipe, not a file that hotreload wrote: refusing to replace it"},
+		{"a symbolic link", link, "is a symbolic link, not a file that hotreload wrote: refusing to replace it"},
+		{"a state file", ours, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sf, err := OpenStateFile(tt.path)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("OpenStateFile = %v", err)
+				}
+				sf.Close()
+				return
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("OpenStateFile = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if b, err := os.ReadFile(appConf); err != nil || string(b) != "listen 80;\n" {
+		t.Errorf("app.conf = %q, %v; want it untouched", b, err)
+	}
+}
+
+// TestStateFileLocked: two hotreloads never share a state file: the second
+// is refused while the first holds it, and gets it once it is released.
+func TestStateFileLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	first, err := OpenStateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenStateFile(path)
+	want := "in use by another hotreload, which holds " + path + ".lock: give each hotreload a state file of its own"
+	if err == nil || err.Error() != want {
+		t.Errorf("second OpenStateFile = %v, want %q", err, want)
+	}
+	first.Close()
+	second, err := OpenStateFile(path)
+	if err != nil {
+		t.Fatalf("OpenStateFile after the first let go: %v", err)
+	}
+	second.Close()
+}
+
+// TestStateFileCleansUp: the temporary files that a crash left beside the
+// state file are removed at start, with a line that says so.
+func TestStateFileCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	left := []string{filepath.Join(dir, ".state.json.tmp-12345"), filepath.Join(dir, ".hotreload-state-check-678")}
+	for _, name := range left {
+		if err := os.WriteFile(name, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := filepath.Join(dir, ".other.json.tmp-1")
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sf, err := OpenStateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	for _, name := range left {
+		if _, err := os.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want it removed", name, err)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("%s, not ours: %v, want it kept", other, err)
+	}
+	var buf binary.Buffer
+	sf.load(logfmt(&buf))
+	if want := `msg="removed the temporary files of a state file write that an earlier run did not finish" state_file=` + path + " files=2"; !strings.Contains(buf.String(), want) {
+		t.Errorf("log lacks %q; log:\n%s", want, buf.String())
 	}
 }
 

@@ -192,13 +192,18 @@ func (r *Reloader) begin(ctx context.Context) error {
 		maps.Copy(r.seen, initial)
 	}
 	now := time.Now()
-	var recorded map[string]map[string]StateEntry // target -> dir -> entry
+	var st loaded
 	if r.opts.State != nil {
-		recorded = r.opts.State.load(r.logger)
+		st = r.opts.State.load(r.logger)
 	}
+	// Without a state file, or at the pod's first start, the app has the
+	// startup content. With one, each target has what the file says;
+	// where it says nothing, or cannot be read, what the app has is not
+	// known, and the current content is delivered.
+	fromFile := st.records != nil || st.unreadable
 
 	r.mu.Lock()
-	var changed []string
+	var changed, unrecorded []string
 	if !r.opts.ReloadOnStart {
 		maps.Copy(r.startup, r.seen)
 	}
@@ -212,31 +217,73 @@ func (r *Reloader) begin(ctx context.Context) error {
 		for d := range r.seen {
 			t.at[d] = now
 		}
-		for d, e := range recorded[t.name] {
-			if _, watched := r.seen[d]; !watched {
-				continue // not there now: compared when it appears
-			}
-			t.delivered[d], t.at[d] = e.Hash, e.At
-			delete(r.startup, d) // the state file knows what the app has
-			if e.Hash != r.seen[d] && !slices.Contains(changed, d) {
-				changed = append(changed, d)
+		if !fromFile {
+			continue
+		}
+		for d := range r.seen {
+			delete(r.startup, d) // the state file says what the app has
+			e, ok := st.records[t.name][d]
+			switch {
+			case !ok:
+				delete(t.delivered, d)
+				if !st.unreadable && !slices.Contains(unrecorded, d) {
+					unrecorded = append(unrecorded, d)
+				}
+			case e.Hash != r.seen[d]:
+				t.delivered[d], t.at[d] = e.Hash, e.At
+				if !slices.Contains(changed, d) {
+					changed = append(changed, d)
+				}
+			default:
+				t.at[d] = e.At
 			}
 		}
 	}
+	r.logDropped(st.records)
 	for d := range r.seen {
 		r.exportLocked(d)
 	}
 	r.saveLocked()
 	r.mu.Unlock()
 
+	slices.Sort(changed)
+	slices.Sort(unrecorded)
 	switch {
 	case r.opts.ReloadOnStart:
 		level.Info(r.logger).Log("msg", "reloading on start")
 	case len(changed) > 0:
-		slices.Sort(changed)
 		level.Info(r.logger).Log("msg", "content changed while hotreload was not running, reloading", "dirs", strings.Join(changed, ","))
 	}
+	if len(unrecorded) > 0 && !r.opts.ReloadOnStart {
+		level.Info(r.logger).Log("msg", "the state file does not say what the app was given of these volumes (missing before, or a target added since): delivering them", "dirs", strings.Join(unrecorded, ","))
+	}
 	return nil
+}
+
+// logDropped logs the records of the state file that match nothing now: a
+// target not configured, a volume not watched (not configured, or missing;
+// one that appears is delivered). They are not written again.
+func (r *Reloader) logDropped(records map[string]map[string]StateEntry) {
+	var targets, dirs []string
+	for name, byDir := range records {
+		if !slices.ContainsFunc(r.targets, func(t *target) bool { return t.name == name }) {
+			targets = append(targets, name)
+			continue
+		}
+		for d := range byDir {
+			if _, ok := r.seen[d]; !ok && !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	slices.Sort(targets)
+	slices.Sort(dirs)
+	if len(targets) > 0 {
+		level.Info(r.logger).Log("msg", "the state file has records of targets not configured now, dropping them", "targets", strings.Join(targets, ","))
+	}
+	if len(dirs) > 0 {
+		level.Info(r.logger).Log("msg", "the state file has records of volumes not watched now (not configured, or missing), dropping them; one that appears is delivered", "dirs", strings.Join(dirs, ","))
+	}
 }
 
 // debounce reads changes until ctx is done and offers the content once a

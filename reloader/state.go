@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"golang.org/x/sys/unix"
 )
 
 // StateFile records, per volume and per target, the content last delivered,
@@ -21,9 +25,16 @@ import (
 // not running from the content the app already has. It belongs on an
 // emptyDir, which survives container restarts. Writes are atomic: a
 // temporary file in the same directory, fsynced, renamed over the old one.
+//
+// The file is only ever one that hotreload wrote: OpenStateFile refuses to
+// replace anything else (a device, a link, another program's file), and
+// holds a lock on it (a file beside it, with ".lock" added) until Close, so
+// that two processes never share it.
 type StateFile struct {
-	path string
-	last []byte // what was written last, to skip identical writes
+	path    string
+	lock    *os.File
+	removed int    // temporary files of an earlier run removed by OpenStateFile
+	last    []byte // what was written last, to skip identical writes
 }
 
 // StateEntry is the content of one volume delivered to one target.
@@ -34,6 +45,12 @@ type StateEntry struct {
 
 // stateVersion is the version of the file's format.
 const stateVersion = 1
+
+// maxStateSize bounds the file that is read at start. Each record takes
+// about 200 bytes: a megabyte is some 5,000 volume-and-target pairs, and
+// decodes in a few megabytes of memory. A larger file is not one that
+// hotreload wrote for a pod, and is treated as unreadable.
+const maxStateSize = 1 << 20
 
 // stateJSON is the file's format:
 //
@@ -49,9 +66,11 @@ type stateEntryJSON struct {
 }
 
 // OpenStateFile checks that path can be written (its directory exists and
-// is writable, and it is not a directory) and returns the StateFile. Its
-// errors are one line that says what is wrong, and leaves it to the caller
-// to name the file.
+// is writable) and that it names nothing but a state file of hotreload's or
+// an empty file, locks it, and removes the temporary files that an earlier
+// run left beside it (a crash between writing and renaming). Its errors are
+// one line that says what is wrong, and leave it to the caller to name the
+// file.
 func OpenStateFile(path string) (*StateFile, error) {
 	if path == "" {
 		return nil, errors.New("must not be empty")
@@ -62,12 +81,12 @@ func OpenStateFile(path string) (*StateFile, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("directory %s does not exist (mount an emptyDir there)", dir)
 	case err != nil:
-		return nil, fmt.Errorf("%w", err)
+		return nil, err
 	case !info.IsDir():
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return nil, errors.New("is a directory, want a file name in it")
+	if err := checkReplaceable(path); err != nil {
+		return nil, err
 	}
 	f, err := os.CreateTemp(dir, ".hotreload-state-check-*")
 	if err != nil {
@@ -79,33 +98,166 @@ func OpenStateFile(path string) (*StateFile, error) {
 	}
 	f.Close()
 	os.Remove(f.Name())
-	return &StateFile{path: path}, nil
+
+	s := &StateFile{path: path}
+	if s.lock, err = lockFile(path + ".lock"); err != nil {
+		return nil, err
+	}
+	// Only now, holding the lock: the temporary files of another
+	// hotreload's write in progress would be its own.
+	s.removed = removeTemporary(dir, filepath.Base(path))
+	return s, nil
+}
+
+// checkReplaceable refuses a path that names anything but a state file that
+// hotreload wrote, or an empty file: replacing it would destroy something.
+func checkReplaceable(path string) error {
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case info.IsDir():
+		return errors.New("is a directory, want a file name in it")
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("is a %s, not a file that hotreload wrote: refusing to replace it", fileKind(info.Mode()))
+	case info.Size() == 0:
+		return nil // nothing to lose: as a missing file
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	if !looksLikeState(head[:n]) {
+		return errors.New("exists and was not written by hotreload: refusing to replace it; give a file of its own, on an emptyDir")
+	}
+	return nil
+}
+
+// looksLikeState reports whether head, the beginning of a file, is that of
+// a state file, even one cut short or damaged further on: a JSON object
+// whose first key is "version" and which has "volumes", as every version
+// of hotreload wrote them.
+func looksLikeState(head []byte) bool {
+	s := strings.TrimSpace(string(head))
+	rest, ok := strings.CutPrefix(s, "{")
+	return ok && strings.HasPrefix(strings.TrimSpace(rest), `"version"`) && strings.Contains(s, `"volumes"`)
+}
+
+// fileKind names the type of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
+}
+
+// lockFile creates path if need be and takes an exclusive lock on it, which
+// the kernel drops when the process ends, however it ends. It is never
+// written and never removed: removing a lock file lets two processes each
+// lock one of two files.
+func lockFile(path string) (*os.File, error) {
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("its lock %s is a %s: refusing to use it", path, fileKind(info.Mode()))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("in use by another hotreload, which holds %s: give each hotreload a state file of its own", path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// removeTemporary removes the temporary files that writeAtomic and
+// OpenStateFile make beside the state file named base in dir, and returns
+// how many it removed.
+func removeTemporary(dir, base string) int {
+	n := 0
+	for _, pattern := range []string{"." + base + ".tmp-*", ".hotreload-state-check-*"} {
+		names, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, name := range names {
+			if info, err := os.Lstat(name); err == nil && info.Mode().IsRegular() && os.Remove(name) == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Path is the file's path.
 func (s *StateFile) Path() string { return s.path }
 
-// load reads the file: target -> directory -> entry. A missing file (the
-// first start of the pod) is nil; an unreadable or corrupt one is logged
-// once and is nil too, and is rewritten.
-func (s *StateFile) load(logger log.Logger) map[string]map[string]StateEntry {
-	b, err := os.ReadFile(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		level.Info(logger).Log("msg", "no state file yet (first start of the pod): recording the startup content as delivered", "state_file", s.path)
-		return nil
-	}
-	out, err := decodeState(b, err)
-	if err != nil {
-		level.Warn(logger).Log("msg", "cannot read the state file, treating it as missing and rewriting it: a change made while hotreload was not running is not reloaded this time", "state_file", s.path, "err", err)
-		return nil
-	}
-	return out
+// Close releases the lock.
+func (s *StateFile) Close() error { return s.lock.Close() }
+
+// loaded is what the file said at start.
+type loaded struct {
+	// records: target -> directory -> entry. Nil when the file does not
+	// exist yet (the first start of the pod) or cannot be read.
+	records map[string]map[string]StateEntry
+	// unreadable: the file exists but cannot be read, so what the app
+	// has is not known.
+	unreadable bool
 }
 
-func decodeState(b []byte, readErr error) (map[string]map[string]StateEntry, error) {
-	if readErr != nil {
-		return nil, readErr
+// load reads the file. A missing or empty file is the first start of the
+// pod; an unreadable, corrupt or oversized one is logged once and is
+// unreadable.
+func (s *StateFile) load(logger log.Logger) loaded {
+	if s.removed > 0 {
+		level.Info(logger).Log("msg", "removed the temporary files of a state file write that an earlier run did not finish", "state_file", s.path, "files", s.removed)
 	}
+	records, err := s.read()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		level.Info(logger).Log("msg", "no state file yet (first start of the pod): recording the startup content as delivered", "state_file", s.path)
+		return loaded{}
+	case err != nil:
+		level.Warn(logger).Log("msg", "cannot read the state file, so what the app has is not known: delivering the current content, and rewriting the file", "state_file", s.path, "err", err)
+		return loaded{unreadable: true}
+	}
+	return loaded{records: records}
+}
+
+// read reads and decodes the file; an empty one is fs.ErrNotExist.
+func (s *StateFile) read() (map[string]map[string]StateEntry, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStateSize+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(b) > maxStateSize:
+		return nil, fmt.Errorf("larger than %d bytes, more than hotreload writes", maxStateSize)
+	case len(bytes.TrimSpace(b)) == 0:
+		return nil, fs.ErrNotExist
+	}
+	return decodeState(b)
+}
+
+func decodeState(b []byte) (map[string]map[string]StateEntry, error) {
 	var j stateJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&j); err != nil {

@@ -109,26 +109,64 @@ func TestChangeWhileNotRunningWithoutStateFile(t *testing.T) {
 	p.Stop()
 }
 
-// TestStateFileCorrupt: a corrupt state file is one warning, is treated as
-// missing (no reload) and is rewritten.
+// TestStateFileCorrupt: a damaged state file is one warning; as it cannot
+// say what the app has, the current content is delivered, and the file
+// rewritten.
 func TestStateFileCorrupt(t *testing.T) {
 	t.Parallel()
 	app := e2etest.NewApp(t)
 	vol := volume(t, e2etest.Payload("key", "v1"))
 	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	state := filepath.Join(t.TempDir(), "state.json")
-	if err := os.WriteFile(state, []byte("{not json"), 0o644); err != nil {
+	if err := os.WriteFile(state, []byte(`{"version":1,"volumes":{"`+vol.Dir+`":{"x":{"hash":"3f2a`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := start(t, app, []string{vol.Dir, sentinel.Dir}, "--state-file="+state)
-	p.WaitLog(waitFor, "level=warn", "cannot read the state file, treating it as missing and rewriting it")
+	p.WaitLog(waitFor, "level=warn", "cannot read the state file, so what the app has is not known: delivering the current content")
+	app.WaitCount(1, waitFor)
 	e2etest.Settle(t, p, app, sentinel)
-	if got := app.Count(); got != 1 {
-		t.Errorf("requests = %d, want 1 (the sentinel's): %s", got, app)
+	if got := app.Count(); got != 2 {
+		t.Errorf("requests = %d, want 2 (the current content, then the sentinel's): %s", got, app)
 	}
 	b, err := os.ReadFile(state)
 	if err != nil || !json.Valid(b) || !strings.Contains(string(b), strconv.Quote(vol.Dir)) {
 		t.Errorf("state file after start = %q, %v; want it rewritten with %s", b, err, vol.Dir)
+	}
+	p.Stop()
+}
+
+// TestStateFileNotOurs: a --state-file that names a file hotreload did not
+// write (here, the app's own config on a shared emptyDir) is refused at
+// start in one line, and left as it was.
+func TestStateFileNotOurs(t *testing.T) {
+	t.Parallel()
+	vol := volume(t, e2etest.Payload("key", "v1"))
+	conf := filepath.Join(t.TempDir(), "nginx.conf")
+	if err := os.WriteFile(conf, []byte("events {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e2etest.Run(t, waitFor, "--volume-dir="+vol.Dir, "--webhook-url=http://127.0.0.1:1/-/reload", "--state-file="+conf)
+	want := "hotreload: error: --state-file " + conf + ": exists and was not written by hotreload: refusing to replace it; give a file of its own, on an emptyDir\n"
+	if r.Code != 2 || r.Stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", r.Code, r.Stderr, want)
+	}
+	if b, _ := os.ReadFile(conf); string(b) != "events {}\n" {
+		t.Errorf("nginx.conf = %q, want it untouched", b)
+	}
+}
+
+// TestStateFileShared: a second hotreload given the state file of a running
+// one is refused in one line, instead of each losing the other's records.
+func TestStateFileShared(t *testing.T) {
+	t.Parallel()
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
+	state := filepath.Join(t.TempDir(), "state.json")
+	p := start(t, app, []string{vol.Dir}, "--state-file="+state)
+	r := e2etest.Run(t, waitFor, "--volume-dir="+vol.Dir, "--webhook-url="+app.URL("/-/reload"), "--state-file="+state, "--web.listen-address=127.0.0.1:0")
+	want := "hotreload: error: --state-file " + state + ": in use by another hotreload, which holds " + state + ".lock: give each hotreload a state file of its own\n"
+	if r.Code != 2 || r.Stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", r.Code, r.Stderr, want)
 	}
 	p.Stop()
 }

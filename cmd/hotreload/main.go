@@ -57,6 +57,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	if state != nil {
+		defer state.Close()
+	}
 	r := reloader.New(logger, reg, targets, reloader.Options{
 		Debounce:       cfg.Debounce,
 		Retries:        cfg.Retries,

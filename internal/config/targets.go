@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hotreload/hotreload/notifier"
@@ -128,14 +129,50 @@ func (c *Config) checkWebhooks() error {
 	return nil
 }
 
-// OpenStateFile opens --state-file, if given; else it returns nil.
+// OpenStateFile opens --state-file, if given; else it returns nil. Close it
+// when done: it holds a lock.
 func OpenStateFile(c *Config) (*reloader.StateFile, error) {
 	if c.StateFile == "" {
 		return nil, nil
+	}
+	if dir := watchedDirOf(c.StateFile, c.VolumeDirs); dir != "" {
+		return nil, fmt.Errorf("--state-file %s: inside --volume-dir %s, where every save would be a change: put it on an emptyDir of its own", c.StateFile, dir)
 	}
 	s, err := reloader.OpenStateFile(c.StateFile)
 	if err != nil {
 		return nil, fmt.Errorf("--state-file %s: %w", c.StateFile, err)
 	}
 	return s, nil
+}
+
+// watchedDirOf returns the directory of dirs that holds file, or "". Paths
+// are compared as the kernel resolves them, links included; a directory
+// that does not exist holds nothing yet. A state file there would make
+// every save a change to reload for, and every reload a save.
+func watchedDirOf(file string, dirs []string) string {
+	real := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return ""
+		}
+		r, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return ""
+		}
+		return r
+	}
+	fileDir := real(filepath.Dir(file))
+	if fileDir == "" {
+		return ""
+	}
+	for _, d := range dirs {
+		rd := real(d)
+		if rd == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(rd, fileDir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return d
+		}
+	}
+	return ""
 }

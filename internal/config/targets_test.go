@@ -151,3 +151,46 @@ func TestHeaderValueNeverShown(t *testing.T) {
 		})
 	}
 }
+
+// TestStateFileInsideVolume: a state file in a watched directory would make
+// every save a change, and every change a save: refused at start, also
+// through a symbolic link or a subdirectory.
+func TestStateFileInsideVolume(t *testing.T) {
+	vol := t.TempDir()
+	sub := filepath.Join(vol, "conf.d")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(vol, link); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	for _, tt := range []struct{ name, dir, state, want string }{
+		{"in the volume", vol, filepath.Join(vol, "state.json"),
+			"--state-file " + vol + "/state.json: inside --volume-dir " + vol + ", where every save would be a change: put it on an emptyDir of its own"},
+		{"in a subdirectory", vol, filepath.Join(sub, "state.json"),
+			"--state-file " + sub + "/state.json: inside --volume-dir " + vol + ", where every save would be a change: put it on an emptyDir of its own"},
+		{"through a link to the volume", link, filepath.Join(vol, "state.json"),
+			"--state-file " + vol + "/state.json: inside --volume-dir " + link + ", where every save would be a change: put it on an emptyDir of its own"},
+		{"elsewhere", vol, filepath.Join(elsewhere, "state.json"), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parse(t, "--volume-dir="+tt.dir, "--webhook-url=http://127.0.0.1:9090/-/reload", "--state-file="+tt.state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenStateFile(c)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("OpenStateFile = %v", err)
+				}
+				s.Close()
+				return
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("OpenStateFile = %v,\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
