@@ -76,6 +76,13 @@ type Options struct {
 	// State, if set, records the content delivered to each target, so that
 	// a change made while hotreload was not running is delivered at start.
 	State *StateFile
+	// Key, if set, keys the content value of every volume: see value.go.
+	Key []byte
+	// Sensitive, if set, reports whether a volume may hold Secret data
+	// (the kubelet puts Secret, projected and downwardAPI volumes on
+	// tmpfs). Without Key, such a volume's content value is shown nowhere
+	// and not kept in the state file.
+	Sensitive func(dir string) bool
 	// Hint, if set, returns advice on the error of a failed attempt in the
 	// terms the user knows (a flag to set), or "". It is logged beside the
 	// error, under "hint".
@@ -106,14 +113,25 @@ type Reloader struct {
 	// mu guards the delivery state of every target and what is exported
 	// about it.
 	mu      sync.Mutex
-	volumes map[string]Delivered // content every target has, by directory
+	volumes map[string]exported // content every target has, by directory
+}
+
+// exported is what is exported of the content of one volume that every
+// target was given.
+type exported struct {
+	hash  [32]byte
+	value string // the label's value; "" when the volume has none
+	at    time.Time
 }
 
 // Delivered is the content of one volume that every target was given.
 type Delivered struct {
-	Dir  string
-	Hash [32]byte
-	At   time.Time // when the last target got it; for the startup content, when Run started
+	Dir string
+	// Value is the first 12 hex digits of the content value (see
+	// value.go), as hotreload_volume_content_info shows it; "" for a volume
+	// that may hold a Secret, when no key is given.
+	Value string
+	At    time.Time // when the last target got it; for the startup content, when Run started
 }
 
 // New returns a Reloader for targets. Metrics are registered with reg.
@@ -122,7 +140,7 @@ func New(logger log.Logger, reg prometheus.Registerer, targets []notifier.Target
 		logger = log.NewNopLogger()
 	}
 	logger = log.With(logger, "component", "reloader")
-	r := &Reloader{logger: logger, opts: opts, metrics: newMetrics(reg), seen: content{}, startup: content{}, volumes: map[string]Delivered{}}
+	r := &Reloader{logger: logger, opts: opts, metrics: newMetrics(reg), seen: content{}, startup: content{}, volumes: map[string]exported{}}
 	for _, n := range targets {
 		r.targets = append(r.targets, newTarget(r, n))
 	}
@@ -138,7 +156,10 @@ func (r *Reloader) Ready() bool { return r.ready.Load() }
 func (r *Reloader) Content() []Delivered {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := slices.Collect(maps.Values(r.volumes))
+	var out []Delivered
+	for dir, e := range r.volumes {
+		out = append(out, Delivered{Dir: dir, Value: e.value, At: e.at})
+	}
 	slices.SortFunc(out, func(a, b Delivered) int { return strings.Compare(a.Dir, b.Dir) })
 	return out
 }
@@ -223,14 +244,15 @@ func (r *Reloader) begin(ctx context.Context) error {
 		for d := range r.seen {
 			delete(r.startup, d) // the state file says what the app has
 			e, ok := st.records[t.name][d]
+			same, known := r.compare(st, e, d)
 			switch {
-			case !ok:
+			case !ok || !known:
 				delete(t.delivered, d)
 				if !st.unreadable && !slices.Contains(unrecorded, d) {
 					unrecorded = append(unrecorded, d)
 				}
-			case e.Hash != r.seen[d]:
-				t.delivered[d], t.at[d] = e.Hash, e.At
+			case !same:
+				delete(t.delivered, d)
 				if !slices.Contains(changed, d) {
 					changed = append(changed, d)
 				}
@@ -255,9 +277,25 @@ func (r *Reloader) begin(ctx context.Context) error {
 		level.Info(r.logger).Log("msg", "content changed while hotreload was not running, reloading", "dirs", strings.Join(changed, ","))
 	}
 	if len(unrecorded) > 0 && !r.opts.ReloadOnStart {
-		level.Info(r.logger).Log("msg", "the state file does not say what the app was given of these volumes (missing before, or a target added since): delivering them", "dirs", strings.Join(unrecorded, ","))
+		level.Info(r.logger).Log("msg", "the state file does not say what the app was given of these volumes (missing before, a target added since, a volume that may hold a Secret and no content key, or another key): delivering them", "dirs", strings.Join(unrecorded, ","))
 	}
 	return nil
+}
+
+// compare compares what the state file says a target was given of dir with
+// what dir holds now. known is false when the file cannot tell: it keeps no
+// value for a volume that may hold a Secret without a key, and values under
+// another key cannot be compared.
+func (r *Reloader) compare(st loaded, e StateEntry, dir string) (same, known bool) {
+	now := r.seen[dir]
+	switch {
+	case e.Hash != nil: // a file from before values, which kept the hash
+		return *e.Hash == now, true
+	case st.keyID != keyID(r.opts.Key) || e.Value == "":
+		return false, false
+	}
+	v, ok := r.value(dir, now)
+	return v == e.Value, ok
 }
 
 // logDropped logs the records of the state file that match nothing now: a
@@ -447,14 +485,19 @@ func (r *Reloader) exportLocked(dir string) {
 		return
 	}
 	old, had := r.volumes[dir]
-	if had && old.Hash == hash {
+	if had && old.hash == hash {
 		return
 	}
-	if had {
-		r.metrics.content.DeleteLabelValues(dir, ShortHash(old.Hash))
+	if had && old.value != "" {
+		r.metrics.content.DeleteLabelValues(dir, old.value)
 	}
-	r.volumes[dir] = Delivered{Dir: dir, Hash: hash, At: at}
-	r.metrics.content.WithLabelValues(dir, ShortHash(hash)).Set(1)
+	v, ok := r.value(dir, hash)
+	e := exported{hash: hash, at: at}
+	if ok {
+		e.value = shortValue(v)
+		r.metrics.content.WithLabelValues(dir, e.value).Set(1)
+	}
+	r.volumes[dir] = e
 }
 
 // saveLocked writes what every target was given to the state file.
@@ -468,16 +511,14 @@ func (r *Reloader) saveLocked() {
 			if s[d] == nil {
 				s[d] = map[string]StateEntry{}
 			}
-			s[d][t.name] = StateEntry{Hash: h, At: t.at[d]}
+			v, _ := r.value(d, h)
+			s[d][t.name] = StateEntry{Value: v, At: t.at[d]}
 		}
 	}
-	if err := r.opts.State.save(s); err != nil {
+	if err := r.opts.State.save(keyID(r.opts.Key), s); err != nil {
 		level.Warn(r.logger).Log("msg", "cannot write the state file, a restart will not know what was delivered; retrying at the next reload", "file", r.opts.State.Path(), "err", err)
 	}
 }
-
-// shortHash is the label value of a content hash: its first 12 hex digits.
-func ShortHash(h [32]byte) string { return fmt.Sprintf("%x", h[:6]) }
 
 // target is the delivery loop of one notifier.Target.
 type target struct {

@@ -39,12 +39,17 @@ type StateFile struct {
 
 // StateEntry is the content of one volume delivered to one target.
 type StateEntry struct {
-	Hash [32]byte
+	// Value is the content value (see value.go), in full; "" when the
+	// volume has none.
+	Value string
+	// Hash is the content hash itself, which only a file of the first
+	// format holds.
+	Hash *[32]byte
 	At   time.Time
 }
 
-// stateVersion is the version of the file's format.
-const stateVersion = 1
+// stateFormat is the format of the file hotreload writes.
+const stateFormat = 2
 
 // maxStateSize bounds the file that is read at start. Each record takes
 // about 200 bytes: a megabyte is some 5,000 volume-and-target pairs, and
@@ -52,17 +57,34 @@ const stateVersion = 1
 // hotreload wrote for a pod, and is treated as unreadable.
 const maxStateSize = 1 << 20
 
-// stateJSON is the file's format:
+// stateJSON is the file's format. It holds, per volume and target, the
+// content value, never the content hash: without a key, a Secret volume's
+// entry has no value at all. See value.go.
 //
-//	{"version":1,"volumes":{"/etc/config":{"http://localhost:9090/-/reload":{"hash":"<sha256 hex>","delivered_at":"<RFC 3339>"}}}}
+//	{"hotreload_state":2,"key_id":"<16 hex, or absent without a key>",
+//	 "volumes":{"/etc/config":{"http://localhost:9090/-/reload":{"value":"<64 hex>","delivered_at":"<RFC 3339>"}}}}
 type stateJSON struct {
-	Version int                                  `json:"version"`
+	Format  int                                  `json:"hotreload_state"`
+	KeyID   string                               `json:"key_id,omitempty"`
 	Volumes map[string]map[string]stateEntryJSON `json:"volumes"`
 }
 
 type stateEntryJSON struct {
-	Hash        string    `json:"hash"`
+	Value       string    `json:"value,omitempty"`
 	DeliveredAt time.Time `json:"delivered_at"`
+}
+
+// stateV1JSON is the format of hotreload before values: it kept the
+// content hash of every volume, which can be tried against guesses. Such a
+// file is read, and rewritten in the current format.
+//
+//	{"version":1,"volumes":{"/etc/config":{"http://localhost:9090/-/reload":{"hash":"<sha256 hex>","delivered_at":"<RFC 3339>"}}}}
+type stateV1JSON struct {
+	Version int `json:"version"`
+	Volumes map[string]map[string]struct {
+		Hash        string    `json:"hash"`
+		DeliveredAt time.Time `json:"delivered_at"`
+	} `json:"volumes"`
 }
 
 // OpenStateFile checks that path can be written (its directory exists and
@@ -140,12 +162,13 @@ func checkReplaceable(path string) error {
 
 // looksLikeState reports whether head, the beginning of a file, is that of
 // a state file, even one cut short or damaged further on: a JSON object
-// whose first key is "version" and which has "volumes", as every version
-// of hotreload wrote them.
+// whose first key is "hotreload_state" (or "version", in the first format)
+// and which has "volumes", as every version of hotreload wrote them.
 func looksLikeState(head []byte) bool {
 	s := strings.TrimSpace(string(head))
 	rest, ok := strings.CutPrefix(s, "{")
-	return ok && strings.HasPrefix(strings.TrimSpace(rest), `"version"`) && strings.Contains(s, `"volumes"`)
+	rest = strings.TrimSpace(rest)
+	return ok && (strings.HasPrefix(rest, `"hotreload_state"`) || strings.HasPrefix(rest, `"version"`)) && strings.Contains(s, `"volumes"`)
 }
 
 // fileKind names the type of a file that is not a regular one.
@@ -214,6 +237,8 @@ type loaded struct {
 	// records: target -> directory -> entry. Nil when the file does not
 	// exist yet (the first start of the pod) or cannot be read.
 	records map[string]map[string]StateEntry
+	// keyID is the id of the key of the values (see keyID).
+	keyID string
 	// unreadable: the file exists but cannot be read, so what the app
 	// has is not known.
 	unreadable bool
@@ -226,7 +251,7 @@ func (s *StateFile) load(logger log.Logger) loaded {
 	if s.removed > 0 {
 		level.Info(logger).Log("msg", "removed the temporary files of a state file write that an earlier run did not finish", "state_file", s.path, "files", s.removed)
 	}
-	records, err := s.read()
+	st, legacy, err := s.read()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		level.Info(logger).Log("msg", "no state file yet (first start of the pod): recording the startup content as delivered", "state_file", s.path)
@@ -235,61 +260,107 @@ func (s *StateFile) load(logger log.Logger) loaded {
 		level.Warn(logger).Log("msg", "cannot read the state file, so what the app has is not known: delivering the current content, and rewriting the file", "state_file", s.path, "err", err)
 		return loaded{unreadable: true}
 	}
-	return loaded{records: records}
+	if legacy {
+		level.Info(logger).Log("msg", "the state file is in the format of an earlier hotreload, which kept each volume's content hash: read, and rewritten in the current format, which does not", "state_file", s.path)
+	}
+	return st
 }
 
-// read reads and decodes the file; an empty one is fs.ErrNotExist.
-func (s *StateFile) read() (map[string]map[string]StateEntry, error) {
+// read reads and decodes the file; an empty one is fs.ErrNotExist. legacy
+// reports a file of the first format.
+func (s *StateFile) read() (st loaded, legacy bool, err error) {
 	f, err := os.Open(s.path)
 	if err != nil {
-		return nil, err
+		return loaded{}, false, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxStateSize+1))
 	switch {
 	case err != nil:
-		return nil, err
+		return loaded{}, false, err
 	case len(b) > maxStateSize:
-		return nil, fmt.Errorf("larger than %d bytes, more than hotreload writes", maxStateSize)
+		return loaded{}, false, fmt.Errorf("larger than %d bytes, more than hotreload writes", maxStateSize)
 	case len(bytes.TrimSpace(b)) == 0:
-		return nil, fs.ErrNotExist
+		return loaded{}, false, fs.ErrNotExist
 	}
 	return decodeState(b)
 }
 
-func decodeState(b []byte) (map[string]map[string]StateEntry, error) {
+// decodeState decodes a file of the current format or of the first.
+func decodeState(b []byte) (st loaded, legacy bool, err error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return loaded{}, false, fmt.Errorf("decode: %w", err)
+	}
+	if _, ok := keys["hotreload_state"]; !ok {
+		st, err := decodeStateV1(b)
+		return st, true, err
+	}
 	var j stateJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&j); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+	if err := json.Unmarshal(b, &j); err != nil {
+		return loaded{}, false, fmt.Errorf("decode: %w", err)
 	}
-	if j.Version != stateVersion {
-		return nil, fmt.Errorf("version %d, want %d", j.Version, stateVersion)
+	if j.Format != stateFormat {
+		return loaded{}, false, fmt.Errorf("format %d, want %d", j.Format, stateFormat)
 	}
-	out := map[string]map[string]StateEntry{}
+	st = loaded{records: map[string]map[string]StateEntry{}, keyID: j.KeyID}
+	for dir, targets := range j.Volumes {
+		for name, e := range targets {
+			if e.Value != "" && !isHex(e.Value, 64) {
+				return loaded{}, false, fmt.Errorf("volume %s, target %s: value %q is not 64 hex digits", dir, name, e.Value)
+			}
+			if st.records[name] == nil {
+				st.records[name] = map[string]StateEntry{}
+			}
+			st.records[name][dir] = StateEntry{Value: e.Value, At: e.DeliveredAt}
+		}
+	}
+	return st, false, nil
+}
+
+// decodeStateV1 decodes a file of the first format.
+func decodeStateV1(b []byte) (loaded, error) {
+	var j stateV1JSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return loaded{}, fmt.Errorf("decode: %w", err)
+	}
+	if j.Version != 1 {
+		return loaded{}, fmt.Errorf("version %d, want 1 or format %d", j.Version, stateFormat)
+	}
+	st := loaded{records: map[string]map[string]StateEntry{}}
 	for dir, targets := range j.Volumes {
 		for name, e := range targets {
 			var h [32]byte
-			if n, err := hex.Decode(h[:], []byte(e.Hash)); err != nil || n != len(h) || len(e.Hash) != 2*len(h) {
-				return nil, fmt.Errorf("volume %s, target %s: hash %q is not 64 hex digits", dir, name, e.Hash)
+			if !isHex(e.Hash, 64) {
+				return loaded{}, fmt.Errorf("volume %s, target %s: hash %q is not 64 hex digits", dir, name, e.Hash)
 			}
-			if out[name] == nil {
-				out[name] = map[string]StateEntry{}
+			hex.Decode(h[:], []byte(e.Hash))
+			if st.records[name] == nil {
+				st.records[name] = map[string]StateEntry{}
 			}
-			out[name][dir] = StateEntry{Hash: h, At: e.DeliveredAt}
+			st.records[name][dir] = StateEntry{Hash: &h, At: e.DeliveredAt}
 		}
 	}
-	return out, nil
+	return st, nil
 }
 
-// save writes volumes (directory -> target -> entry) atomically, unless the
-// file already holds exactly that.
-func (s *StateFile) save(volumes map[string]map[string]StateEntry) error {
-	j := stateJSON{Version: stateVersion, Volumes: map[string]map[string]stateEntryJSON{}}
+// isHex reports whether s is n lower-case hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
+}
+
+// save writes volumes (directory -> target -> entry) with the id of their
+// key atomically, unless the file already holds exactly that.
+func (s *StateFile) save(keyID string, volumes map[string]map[string]StateEntry) error {
+	j := stateJSON{Format: stateFormat, KeyID: keyID, Volumes: map[string]map[string]stateEntryJSON{}}
 	for dir, targets := range volumes {
 		j.Volumes[dir] = map[string]stateEntryJSON{}
 		for name, e := range targets {
-			j.Volumes[dir][name] = stateEntryJSON{Hash: hex.EncodeToString(e.Hash[:]), DeliveredAt: e.At.UTC()}
+			j.Volumes[dir][name] = stateEntryJSON{Value: e.Value, DeliveredAt: e.At.UTC()}
 		}
 	}
 	b, err := json.MarshalIndent(j, "", "  ") // maps marshal sorted: same state, same bytes

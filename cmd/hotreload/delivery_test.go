@@ -7,8 +7,10 @@ package main
 // is reloaded as soon as it listens again.
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,16 +29,6 @@ import (
 func changesTotal(p *e2etest.Proc) float64 {
 	v, _ := p.Metric("hotreload_changes_total", nil)
 	return v
-}
-
-// shortHash is the hash of dir as /-/content and the content metric show it.
-func shortHash(t *testing.T, dir string) string {
-	t.Helper()
-	sum, err := watcher.HashDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%x", sum[:6])
 }
 
 // TestChangeWhileNotRunning: with --state-file, a change made while
@@ -223,16 +215,35 @@ func TestFirstBurstEndsOnStartupContent(t *testing.T) {
 }
 
 // TestContentEndpoint: /-/content and hotreload_volume_content_info show the
-// content the app was last given, one entry per volume.
+// content the app was last given, one entry per volume, as its content
+// value under --content-key-file: the same in two pods with the same key
+// and content, and neither the content hash nor anything of it in the
+// endpoints or the state file.
 func TestContentEndpoint(t *testing.T) {
 	t.Parallel()
 	app := e2etest.NewApp(t)
-	vol := volume(t, e2etest.Payload("key", "v1"))
-	p := start(t, app, []string{vol.Dir})
+	payload := e2etest.Payload("pin", "123456")
+	vol := volume(t, payload)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	key := "c2VjcmV0IGtleSBvZiB0aGlydHktdHdvIGJ5dGVzIQ=="
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	p := start(t, app, []string{vol.Dir}, "--content-key-file="+keyFile, "--state-file="+state)
 
-	check := func(when string) {
+	valueOf := func(dir string) (value, hash string) {
+		sum, err := watcher.HashDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write(sum[:])
+		return hex.EncodeToString(m.Sum(nil))[:12], hex.EncodeToString(sum[:])
+	}
+	check := func(p *e2etest.Proc, dir, when string) string {
 		t.Helper()
-		want := shortHash(t, vol.Dir)
+		want, hash := valueOf(dir)
 		var got struct {
 			Volumes []struct {
 				Dir         string    `json:"dir"`
@@ -240,14 +251,17 @@ func TestContentEndpoint(t *testing.T) {
 				DeliveredAt time.Time `json:"delivered_at"`
 			} `json:"volumes"`
 		}
+		var body string
 		e2etest.Eventually(t, waitFor, func() bool {
-			code, body, err := p.Get("/-/content")
+			var code int
+			var err error
+			code, body, err = p.Get("/-/content")
 			if err != nil || code != 200 || json.Unmarshal([]byte(body), &got) != nil {
 				return false
 			}
 			return len(got.Volumes) == 1 && got.Volumes[0].Hash == want
-		}, "%s: /-/content = %+v, want %s with hash %s", when, got, vol.Dir, want)
-		if got.Volumes[0].Dir != vol.Dir || got.Volumes[0].DeliveredAt.IsZero() {
+		}, "%s: /-/content = %+v, want %s with hash %s", when, got, dir, want)
+		if got.Volumes[0].Dir != dir || got.Volumes[0].DeliveredAt.IsZero() {
 			t.Errorf("%s: /-/content = %+v", when, got)
 		}
 		mfs := p.Scrape()
@@ -255,16 +269,38 @@ func TestContentEndpoint(t *testing.T) {
 		if len(series) != 1 {
 			t.Fatalf("%s: %d series of hotreload_volume_content_info, want 1", when, len(series))
 		}
-		if v, ok := binary.Value(mfs, "hotreload_volume_content_info", map[string]string{"dir": vol.Dir, "hash": want}); !ok || v != 1 {
-			t.Errorf("%s: hotreload_volume_content_info{dir=%q,hash=%q} = %v, %v; want 1", when, vol.Dir, want, v, ok)
+		if v, ok := binary.Value(mfs, "hotreload_volume_content_info", map[string]string{"dir": dir, "hash": want}); !ok || v != 1 {
+			t.Errorf("%s: hotreload_volume_content_info{dir=%q,hash=%q} = %v, %v; want 1", when, dir, want, v, ok)
 		}
+		_, metrics, _ := p.Get("/metrics")
+		for what, text := range map[string]string{"/-/content": body, "/metrics": metrics} {
+			if strings.Contains(text, hash[:12]) {
+				t.Errorf("%s: %s shows the content hash %s", when, what, hash[:12])
+			}
+		}
+		return want
 	}
-	check("at start")
+	first := check(p, vol.Dir, "at start")
+
+	// Another pod of the workload, with the same content and key, shows
+	// the same value.
+	other := volume(t, payload)
+	p2 := start(t, app, []string{other.Dir}, "--content-key-file="+keyFile)
+	if got := check(p2, other.Dir, "another pod"); got != first {
+		t.Errorf("another pod with the same content and key shows %s, want %s", got, first)
+	}
+	p2.Stop()
+
 	t0 := time.Now()
-	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
+	e2etest.Write(t, vol, true, e2etest.Payload("pin", "654321"))
 	app.WaitAfter(t0, waitFor)
-	check("after a reload")
+	check(p, vol.Dir, "after a reload")
 	p.Stop()
+	b, err := os.ReadFile(state)
+	_, hash := valueOf(vol.Dir)
+	if err != nil || strings.Contains(string(b), hash[:12]) {
+		t.Errorf("state file %v:\n%s\nholds the content hash %s", err, b, hash[:12])
+	}
 }
 
 // TestAppBackIsReloadedAtOnce: an app that refused connections is reloaded

@@ -53,6 +53,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	key, err := config.ContentKey(cfg)
+	if err != nil {
+		return badInput(stderr, err)
+	}
 	state, err := config.OpenStateFile(cfg)
 	if err != nil {
 		return badInput(stderr, err)
@@ -72,13 +76,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		Initial:        w.Initial,
 		State:          state,
 		Hint:           cfg.Hint,
+		Key:            key,
+		Sensitive:      config.MayHoldSecret,
 	})
 	// Ready: every volume hashed, and the content at start known.
 	ready := func() bool { return w.Ready() && r.Ready() }
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, ready, func() []web.Volume {
 		var vols []web.Volume
 		for _, d := range r.Content() {
-			vols = append(vols, web.Volume{Dir: d.Dir, Hash: reloader.ShortHash(d.Hash), DeliveredAt: d.At})
+			vols = append(vols, web.Volume{Dir: d.Dir, Hash: d.Value, DeliveredAt: d.At})
 		}
 		return vols
 	}))

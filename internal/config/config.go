@@ -33,6 +33,7 @@ type Config struct {
 	Poll           bool
 	ReloadOnStart  bool
 	StateFile      string        // --state-file; "" means none
+	ContentKeyFile string        // --content-key-file; "" means none
 	ProbeInterval  time.Duration // --webhook-probe-interval (hidden); 0 never probes
 
 	Webhook     notifier.WebhookOptions // the options every --webhook-url shares
@@ -91,6 +92,9 @@ func (c *Config) Register(app *kingpin.Application) {
 		SetValue(boolValue{"reload-on-start", &c.ReloadOnStart})
 	flag("state-file", "File that records the content last delivered to each target, so that a change made while hotreload was not running (a restart, a crash) is reloaded at start. Put it on an emptyDir.").
 		PlaceHolder("FILE").SetValue(nonEmptyValue{"state-file", &c.StateFile, "a file on an emptyDir, such as /var/run/hotreload/state.json"})
+
+	flag("content-key-file", "File holding the key of the content values (at least 32 random bytes, from a Secret that the pods of a workload share): hotreload_volume_content_info, /-/content and the state file show HMAC-SHA256(key, content hash). Without it, a Secret volume (any volume on tmpfs) shows none.").
+		PlaceHolder("FILE").SetValue(nonEmptyValue{"content-key-file", &c.ContentKeyFile, "a file in a Secret volume, such as /etc/hotreload/key/key"})
 
 	// HTTP targets.
 	flag("webhook-url", "URL to call to reload the app; basic auth from its user info. Repeatable: each URL is its own target.").

@@ -25,7 +25,7 @@ import (
 // Volume is the content of one volume that the app was last given.
 type Volume struct {
 	Dir         string    `json:"dir"`
-	Hash        string    `json:"hash"` // first 12 hex digits of the content hash, as in hotreload_volume_content_info
+	Hash        string    `json:"hash,omitempty"` // as in hotreload_volume_content_info; none for a Secret volume without a content key
 	DeliveredAt time.Time `json:"delivered_at"`
 }
 
