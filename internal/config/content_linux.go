@@ -12,5 +12,7 @@ func MayHoldSecret(dir string) bool {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return true
 	}
-	return st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC
+	// Type is int32 on 32-bit ARM, where RAMFS_MAGIC would overflow it.
+	t := uint32(st.Type)
+	return t == unix.TMPFS_MAGIC || t == unix.RAMFS_MAGIC
 }
