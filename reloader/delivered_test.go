@@ -813,21 +813,7 @@ func TestStateFileKeepsNoHash(t *testing.T) {
 	key := []byte("a key of 32 bytes or more, random")
 	content := map[string][32]byte{cm: hashOf(1), secret: hashOf(2)}
 	restart := func(t *testing.T, path string, key []byte) (int, string) {
-		var reloads int
-		var buf binary.Buffer
-		synctest.Test(t, func(t *testing.T) {
-			sf, err := OpenStateFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sf.Close()
-			f := &fakeTarget{name: "app"}
-			h := startWith(t, &buf, []notifier.Target{f}, Options{Key: key, Sensitive: sensitive, Initial: initial(content), State: sf})
-			synctest.Wait()
-			reloads = len(f.times())
-			h.stop(t)
-		})
-		return reloads, buf.String()
+		return startWithState(t, path, Options{Key: key, Sensitive: sensitive, Initial: initial(content)})
 	}
 	t.Run("with a key", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.json")
@@ -873,23 +859,12 @@ func TestStateFileFirstFormat(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.json")
 			writeState(t, path, "/etc/a", map[string]int{"app": tt.v})
-			var buf binary.Buffer
-			synctest.Test(t, func(t *testing.T) {
-				sf, err := OpenStateFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sf.Close()
-				f := &fakeTarget{name: "app"}
-				h := startWith(t, &buf, []notifier.Target{f}, Options{Sensitive: func(string) bool { return true }, Initial: initial(map[string][32]byte{"/etc/a": hashOf(5)}), State: sf})
-				synctest.Wait()
-				if n := len(f.times()); n != tt.wantN {
-					t.Errorf("reloads at start = %d, want %d", n, tt.wantN)
-				}
-				h.stop(t)
-			})
-			if want := `msg="the state file is in the format of an earlier hotreload, which kept each volume's content hash: read, and rewritten in the current format, which does not"`; !strings.Contains(buf.String(), want) {
-				t.Errorf("log lacks %s; log:\n%s", want, buf.String())
+			n, log := startWithState(t, path, Options{Sensitive: func(string) bool { return true }, Initial: initial(map[string][32]byte{"/etc/a": hashOf(5)})})
+			if n != tt.wantN {
+				t.Errorf("reloads at start = %d, want %d", n, tt.wantN)
+			}
+			if want := `msg="the state file is in the format of an earlier hotreload, which kept each volume's content hash: read, and rewritten in the current format, which does not"`; !strings.Contains(log, want) {
+				t.Errorf("log lacks %s; log:\n%s", want, log)
 			}
 			b, _ := os.ReadFile(path)
 			if !strings.HasPrefix(string(b), "{\n  \"hotreload_state\": 2,") || strings.Contains(string(b), valueOf(5)[:12]) || strings.Contains(string(b), valueOf(4)[:12]) {
@@ -897,4 +872,26 @@ func TestStateFileFirstFormat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startWithState starts a Reloader of one target, "app", with opts and the
+// state file at path, in a synctest bubble of its own, and returns the
+// reloads it made at start and its log.
+func startWithState(t *testing.T, path string, opts Options) (reloads int, log string) {
+	t.Helper()
+	var buf binary.Buffer
+	synctest.Test(t, func(t *testing.T) {
+		sf, err := OpenStateFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sf.Close()
+		f := &fakeTarget{name: "app"}
+		opts.State = sf
+		h := startWith(t, &buf, []notifier.Target{f}, opts)
+		synctest.Wait()
+		reloads = len(f.times())
+		h.stop(t)
+	})
+	return reloads, buf.String()
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key into
@@ -173,7 +175,7 @@ func TestTLSHandshakeErrorsLogged(t *testing.T) {
 	stdlog.SetOutput(&std)
 	defer stdlog.SetOutput(os.Stderr)
 
-	var buf lockedBuffer
+	var buf binary.Buffer
 	logger := log.NewLogfmtLogger(&buf)
 	s, err := Listen(logger, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil))
 	if err != nil {
@@ -247,22 +249,4 @@ func TestTLSHandshakeErrorsLogged(t *testing.T) {
 	if std.Len() > 0 {
 		t.Errorf("the standard logger got %q", std.String())
 	}
-}
-
-// lockedBuffer is a strings.Builder safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
