@@ -53,27 +53,38 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	key, err := config.ContentKey(cfg)
+	if err != nil {
+		return badInput(stderr, err)
+	}
 	state, err := config.OpenStateFile(cfg)
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	if state != nil {
+		defer state.Close()
+	}
 	r := reloader.New(logger, reg, targets, reloader.Options{
-		Debounce:      cfg.Debounce,
-		Retries:       cfg.Retries,
-		Backoff:       notifier.Backoff{Max: cfg.MaxBackoff},
-		RetryInterval: cfg.ResyncInterval,
-		ProbeInterval: cfg.ProbeInterval,
-		ReloadOnStart: cfg.ReloadOnStart,
-		ShutdownGrace: cfg.ShutdownGrace,
-		Initial:       w.Initial,
-		State:         state,
+		Debounce:       cfg.Debounce,
+		Retries:        cfg.Retries,
+		Backoff:        notifier.Backoff{Max: cfg.MaxBackoff},
+		RefusedBackoff: notifier.Backoff{Max: cfg.RefusedMaxBackoff},
+		RetryInterval:  cfg.ResyncInterval,
+		ProbeInterval:  cfg.ProbeInterval,
+		ReloadOnStart:  cfg.ReloadOnStart,
+		ShutdownGrace:  cfg.ShutdownGrace,
+		Initial:        w.Initial,
+		State:          state,
+		Hint:           cfg.Hint,
+		Key:            key,
+		Sensitive:      config.MayHoldSecret,
 	})
 	// Ready: every volume hashed, and the content at start known.
 	ready := func() bool { return w.Ready() && r.Ready() }
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, ready, func() []web.Volume {
 		var vols []web.Volume
 		for _, d := range r.Content() {
-			vols = append(vols, web.Volume{Dir: d.Dir, Hash: reloader.ShortHash(d.Hash), DeliveredAt: d.At})
+			vols = append(vols, web.Volume{Dir: d.Dir, Hash: d.Value, DeliveredAt: d.At})
 		}
 		return vols
 	}))
