@@ -597,9 +597,7 @@ func hotreloadProblems(p pod, s sidecar) []string {
 		if v, found := volumeByName(p.spec, m.Name); ok && found && v.EmptyDir == nil {
 			bad("--state-file %s: volume %s is not an emptyDir", cfg.StateFile, m.Name)
 		}
-	} else if cfg != nil && !p.partial {
-		// (A chart's values are exempt: not every chart can add an
-		// emptyDir to the pod.)
+	} else if cfg != nil {
 		bad("no --state-file: a change made while hotreload restarts would never reach the app")
 	}
 	for _, m := range c.VolumeMounts {
@@ -1107,6 +1105,17 @@ func TestChecksRejectInsecureSidecars(t *testing.T) {
 		{"service account token mounted", "prometheus/sidecar.yaml", func(spec *corev1.PodSpec, _ *corev1.Container) {
 			spec.AutomountServiceAccountToken = nil
 		}, "automountServiceAccountToken"},
+		{"no state file", "nginx/native-sidecar.yaml", func(_ *corev1.PodSpec, hr *corev1.Container) {
+			hr.Args = slices.DeleteFunc(hr.Args, func(a string) bool { return strings.HasPrefix(a, "--state-file") })
+		}, "no --state-file"},
+		{"state file on a ConfigMap", "generic/sidecar.yaml", func(spec *corev1.PodSpec, _ *corev1.Container) {
+			for i := range spec.Volumes {
+				if spec.Volumes[i].Name == "hotreload-state" {
+					spec.Volumes[i].EmptyDir = nil
+					spec.Volumes[i].ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "x"}}
+				}
+			}
+		}, "is not an emptyDir"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1288,11 +1297,16 @@ func lookup(tree map[string]any, keys ...string) (any, bool) {
 // decodeContainer decodes a container spec out of chart values strictly.
 func decodeContainer(v any) (corev1.Container, error) {
 	var c corev1.Container
+	return c, decodeInto(v, &c)
+}
+
+// decodeInto decodes v, a part of a YAML document, strictly into out.
+func decodeInto(v, out any) error {
 	b, err := yaml.Marshal(v)
 	if err != nil {
-		return c, err
+		return err
 	}
-	return c, strictUnmarshal(b, &c)
+	return strictUnmarshal(b, out)
 }
 
 // TestHelmValues checks the values snippets for the prometheus-community
@@ -1316,6 +1330,7 @@ func TestHelmValues(t *testing.T) {
 		disabled   []string // the chart's own reloader switch, to be false
 		containers []string // the key of the extra containers
 		asMap      bool     // the chart takes a map of name to spec
+		volumes    []string // the key of the pod's extra volumes
 	}
 	tests := []struct {
 		file  string
@@ -1344,10 +1359,12 @@ func TestHelmValues(t *testing.T) {
 			disabled:   []string{"configmapReload", "prometheus", "enabled"},
 			containers: []string{"server", "sidecarContainers"},
 			asMap:      true,
+			volumes:    []string{"server", "extraVolumes"},
 		}},
 		{file: "alertmanager-sidecar.yaml", extra: &extra{
 			disabled:   []string{"configmapReload", "enabled"},
 			containers: []string{"extraContainers"},
+			volumes:    []string{"extraVolumes"},
 		}},
 	}
 
@@ -1427,8 +1444,22 @@ func TestHelmValues(t *testing.T) {
 				if len(containers) != 1 || !isHotreload(containers[0]) {
 					t.Fatalf("want the hotreload container alone, got %d", len(containers))
 				}
-				for _, prob := range hotreloadProblems(pod{partial: true}, sidecar{containers[0], false}) {
+				// The chart defines the rest of the pod; the values add the
+				// emptyDir of --state-file.
+				spec := &corev1.PodSpec{}
+				if raw, ok := lookup(values, tt.extra.volumes...); ok {
+					if err := decodeInto(raw, &spec.Volumes); err != nil {
+						t.Fatalf("%s: %v", strings.Join(tt.extra.volumes, "."), err)
+					}
+				}
+				for _, prob := range hotreloadProblems(pod{spec: spec, partial: true}, sidecar{containers[0], false}) {
 					t.Error(prob)
+				}
+				if cfg, err := parseArgs(containers[0].Args); err == nil && cfg.StateFile != "" {
+					m, _ := underMount(containers[0], cfg.StateFile)
+					if v, ok := volumeByName(spec, m.Name); !ok || v.EmptyDir == nil {
+						t.Errorf("--state-file %s: %s adds no emptyDir %q for it", cfg.StateFile, strings.Join(tt.extra.volumes, "."), m.Name)
+					}
 				}
 			}
 		})

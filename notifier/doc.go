@@ -2,10 +2,11 @@
 // single attempt; the retry policy (Backoff) is applied by the caller, which
 // also decides when to reload. Nothing here knows about files.
 //
-// It is a library: it knows nothing of hotreload's command line. An error
-// about an option names it by its field in the options struct (URL, CAFile),
-// as an *OptionError; a program maps those names to its own, as hotreload's
-// internal/config does with Explain to name its flags (--webhook-url,
-// --webhook-ca-file). The signal and reloader packages report their options
-// the same way.
+// It is a library: it knows nothing of hotreload's command line. A program
+// that takes the options from its users checks each first with ParseURL,
+// CheckMethod, CheckStatusCode and ParseHeader, and says what is wrong in
+// its own terms, as hotreload's internal/config does with its flags. A
+// failed attempt is an ordinary error whose cause errors.Is and errors.As
+// see (a refused connection, an unknown certificate authority, a
+// RedirectError).
 package notifier

@@ -29,12 +29,11 @@ func TestRefused(t *testing.T) {
 	}
 }
 
-// TestStatusRefuses: an answer that refuses the reload is a refusal, with
-// a reason that quotes none of the answer; one that says to come back
-// later is not.
-func TestStatusRefuses(t *testing.T) {
-	for code, refused := range map[int]bool{400: true, 404: true, 422: true, 500: true,
-		408: false, 425: false, 429: false, 502: false, 503: false, 504: false} {
+// TestStatusRefusedReason: a status that refuses the reload carries a
+// reason that quotes none of the answer; one that says to come back later
+// is no refusal (TestStatusRefuses covers the codes).
+func TestStatusRefusedReason(t *testing.T) {
+	for code, refused := range map[int]bool{500: true, 422: true, 503: false} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "line 3: password=hunter2 is wrong", code)
 		}))
@@ -47,11 +46,13 @@ func TestStatusRefuses(t *testing.T) {
 		if got := errors.Is(err, ErrRefused); got != refused {
 			t.Errorf("status %d: refused = %v, want %v (%v)", code, got, refused, err)
 		}
-		if reason, ok := RefusedReason(err); refused && (!ok || reason != fmt.Sprintf("POST %s: status %d", srv.URL, code)) {
-			t.Errorf("status %d: reason %q", code, reason)
+		reason, ok := RefusedReason(err)
+		if ok != refused || refused && reason != fmt.Sprintf("POST %s: status %d", srv.URL, code) {
+			t.Errorf("status %d: reason %q, %v", code, reason, ok)
 		}
-		if !strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("status %d: the error %q lost the app's answer, which the log shows", code, err)
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != code || !strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("status %d: %v: the StatusError and the answer in the error's text are kept", code, err)
 		}
 	}
 }

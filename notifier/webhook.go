@@ -13,9 +13,11 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"golang.org/x/crypto/x509roots/fallback/bundle"
 )
@@ -41,8 +43,9 @@ const (
 	minScrub = 4
 )
 
-// WebhookOptions configures a Webhook. Errors name a bad option by its field
-// here (see OptionError).
+// WebhookOptions configures a Webhook. A program that takes the options from
+// its users checks them first, with ParseURL, CheckMethod, CheckStatusCode
+// and ParseHeader, and says what is wrong in its own terms.
 type WebhookOptions struct {
 	URL                string        // http or https; userinfo = basic auth
 	Method             string        // "" means POST; an HTTP token
@@ -61,11 +64,11 @@ type WebhookOptions struct {
 // up to the caller. A Webhook is safe for concurrent use.
 //
 // Each attempt is bounded by the timeout. Redirects are followed, up to 10,
-// as long as they stay on the same host, keep the method and do not go from
-// https to http. Any other redirect is a failed attempt that names the new
+// as long as they stay on the same scheme, host and port, and keep the
+// method. Any other redirect is a failed attempt that names the new
 // location: one that would turn a POST into a GET (301, 302 and 303 do)
-// would not reach the app as a reload, and one to another host would carry
-// the headers there.
+// would not reach the app as a reload, and one elsewhere would carry the
+// credentials and headers there.
 //
 // Name, and every error that Notify returns, carries no credential: the URL's
 // password and query values are redacted, and header values and the bearer
@@ -89,17 +92,19 @@ type Webhook struct {
 var _ Target = (*Webhook)(nil)
 
 // NewWebhook checks opts and returns a Webhook. Each problem is reported in
-// one line, an *OptionError that names the option by its field, such as
-// `Method "PO ST": not a valid HTTP method`.
+// one line, such as `method "PO ST": not a valid HTTP method`.
 //
 // The CA, certificate and key files must be readable now; the certificate
 // and key are read again at every TLS handshake, so rotated ones are used
 // on the next connection. The bearer token file may appear later (a
 // projected token): it is read at every call.
 func NewWebhook(opts WebhookOptions) (*Webhook, error) {
-	u, err := parseWebhookURL(opts.URL)
+	u, err := ParseURL(opts.URL)
 	if err != nil {
-		return nil, err
+		if shown := RedactURL(opts.URL); shown != "" || opts.URL == "" {
+			return nil, fmt.Errorf("URL %q: %w", shown, err)
+		}
+		return nil, fmt.Errorf("URL: %w", err)
 	}
 	w := &Webhook{
 		name:      redactURL(u),
@@ -119,7 +124,7 @@ func NewWebhook(opts WebhookOptions) (*Webhook, error) {
 	if opts.BearerTokenFile != "" {
 		// The file may not exist yet, but a directory will never do.
 		if fi, err := os.Stat(opts.BearerTokenFile); err == nil && fi.IsDir() {
-			return nil, NewOptionError("{BearerTokenFile} %s: is a directory", opts.BearerTokenFile)
+			return nil, fmt.Errorf("bearer token file %s: is a directory", opts.BearerTokenFile)
 		}
 	}
 
@@ -143,8 +148,8 @@ func (w *Webhook) setRequest(opts WebhookOptions) error {
 	if w.method == "" {
 		w.method = defaultWebhookMethod
 	}
-	if !isToken(w.method) {
-		return NewOptionError("{Method} %q: not a valid HTTP method", opts.Method)
+	if err := CheckMethod(w.method); err != nil {
+		return fmt.Errorf("method %q: %w", opts.Method, err)
 	}
 	w.op = w.method + " " + w.name
 
@@ -155,7 +160,7 @@ func (w *Webhook) setRequest(opts WebhookOptions) error {
 
 	switch {
 	case opts.Timeout < 0:
-		return NewOptionError("{Timeout} %s: must not be negative", opts.Timeout)
+		return fmt.Errorf("timeout %s: must not be negative", opts.Timeout)
 	case opts.Timeout == 0:
 		w.timeout = defaultWebhookTimeout
 	default:
@@ -214,55 +219,98 @@ func credentialParts(value string) []string {
 	return parts
 }
 
-// parseWebhookURL parses and checks the URL option. Errors quote the URL
-// with its credentials redacted.
-func parseWebhookURL(raw string) (*url.URL, error) {
+// ParseURL parses a webhook URL and checks that it can be called: http or
+// https, with an ASCII host and a port from 1 to 65535, and without a
+// fragment. Its errors never quote the
+// URL, which may hold a password: show it with RedactURL.
+func ParseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	// A password with an unescaped / ? or # ends the authority early: the
 	// URL does not parse ("invalid port" quoting the password), or parses
 	// with the rest of the password and an @ in its path, query or
-	// fragment. Nothing of such a URL after the scheme is shown, nor the
-	// parser's text, which quotes it.
+	// fragment. The parser's text quotes it, so it is not used.
 	if err != nil || strings.Contains(u.Opaque+u.Path+u.RawQuery+u.Fragment, "@") {
-		return nil, unparsedURLError(raw)
+		return nil, errors.New("not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)")
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, NewOptionError("{URL} %q: scheme must be http or https", redactURL(u))
+		return nil, errors.New("scheme must be http or https")
 	case u.Host == "":
-		return nil, NewOptionError("{URL} %q: no host", redactURL(u))
+		return nil, errors.New("no host")
 	case strings.Contains(raw, "#"):
-		return nil, NewOptionError("{URL} %q: must not have a fragment (#...)", redactURL(u))
+		return nil, errors.New("must not have a fragment (#...)")
+	case strings.ContainsFunc(u.Hostname(), func(r rune) bool { return r > unicode.MaxASCII }):
+		// Go dials the name as written, and no resolver finds it.
+		return nil, fmt.Errorf("host %q is not ASCII: give its ASCII form (punycode, xn--...)", u.Hostname())
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("port %s: must be from 1 to 65535", p)
+		}
 	}
 	return u, nil
 }
 
+// RedactURL returns raw as it may be shown: with its password and every
+// query value replaced by xxxxx. Of a URL that ParseURL refuses as not
+// valid, where whatever follows the scheme may be part of a password, it
+// returns the scheme only ("http://..."), or "" when there is none: then
+// nothing of it may be shown.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil && !strings.Contains(u.Opaque+u.Path+u.RawQuery+u.Fragment, "@") {
+		return redactURL(u)
+	}
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok || !isScheme(scheme) {
+		return ""
+	}
+	return scheme + "://..."
+}
+
+// CheckMethod checks that method is an HTTP method (a token, RFC 9110).
+func CheckMethod(method string) error {
+	if !isToken(method) {
+		return errors.New("not a valid HTTP method")
+	}
+	return nil
+}
+
+// ParseHeader splits a header given as "Name: value" and checks it. No
+// error holds the value. On an error, name is the header's name if it may
+// be shown, else "": without a colon, name and value cannot be told apart,
+// and a name that is not a valid one may hold the value
+// ("X-Api-Key=s3cret: x").
+func ParseHeader(h string) (name, value string, err error) {
+	name, value, ok := strings.Cut(h, ":")
+	name = strings.TrimSpace(name)
+	if !ok {
+		return "", "", errors.New(`want "Name: value"; this one has no colon`)
+	}
+	if !isToken(name) {
+		return "", "", errors.New("not a valid header name")
+	}
+	value = strings.TrimSpace(value)
+	if strings.ContainsFunc(value, isControl) {
+		return name, "", errors.New("value has a control character")
+	}
+	if http.CanonicalHeaderKey(name) == "Host" && value == "" {
+		return name, "", errors.New("empty host")
+	}
+	return name, value, nil
+}
+
 // parseHeaders fills w.header and w.host from the Headers option.
-// Messages name the header but never quote its value.
 func (w *Webhook) parseHeaders(headers []string) error {
 	for _, h := range headers {
-		name, value, ok := strings.Cut(h, ":")
-		name = strings.TrimSpace(name)
-		if !ok {
-			// Without a colon, name and value cannot be told apart:
-			// quote the first word only.
-			shown, _, more := strings.Cut(name, " ")
-			if more {
-				shown += " ..."
-			}
-			return NewOptionError("{Headers} %q: want \"Name: value\"", shown)
-		}
-		if !isToken(name) {
-			return NewOptionError("{Headers} %q: not a valid header name", name)
-		}
-		value = strings.TrimSpace(value)
-		if strings.ContainsFunc(value, isControl) {
-			return NewOptionError("{Headers} %q: value has a control character", name)
+		name, value, err := ParseHeader(h)
+		switch {
+		case err != nil && name == "":
+			return fmt.Errorf("header: %w (not shown, as it may hold a secret)", err)
+		case err != nil:
+			return fmt.Errorf("header %q: %w", name, err)
 		}
 		if http.CanonicalHeaderKey(name) == "Host" {
-			if value == "" {
-				return NewOptionError("{Headers} %q: empty host", name)
-			}
 			w.host = value
 			continue
 		}
@@ -277,11 +325,11 @@ func (w *Webhook) checkAuthorization(opts WebhookOptions) error {
 	_, header := w.header["Authorization"]
 	switch {
 	case header && opts.BearerTokenFile != "":
-		return NewOptionError("{Headers} \"Authorization\" and {BearerTokenFile} both set Authorization: use one")
+		return errors.New(`header "Authorization" and the bearer token file both set Authorization: use one`)
 	case header && w.user != nil:
-		return NewOptionError("{Headers} \"Authorization\" and the user in {URL} both set Authorization: use one")
+		return errors.New(`header "Authorization" and the user in the URL both set Authorization: use one`)
 	case w.user != nil && opts.BearerTokenFile != "":
-		return NewOptionError("{BearerTokenFile} and the user in {URL} both set Authorization: use one")
+		return errors.New("the bearer token file and the user in the URL both set Authorization: use one")
 	}
 	return nil
 }
@@ -297,10 +345,10 @@ func newTLSConfig(opts WebhookOptions, https bool) (*tls.Config, error) {
 	if opts.CAFile != "" {
 		pem, err := os.ReadFile(opts.CAFile)
 		if err != nil {
-			return nil, NewOptionError("{CAFile} %s: %w", opts.CAFile, err)
+			return nil, fmt.Errorf("CA file %s: %w", opts.CAFile, err)
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, NewOptionError("{CAFile} %s: no certificates found", opts.CAFile)
+			return nil, fmt.Errorf("CA file %s: no certificates found", opts.CAFile)
 		}
 	}
 	cfg := &tls.Config{
@@ -310,11 +358,11 @@ func newTLSConfig(opts WebhookOptions, https bool) (*tls.Config, error) {
 	}
 	switch {
 	case (opts.CertFile == "") != (opts.KeyFile == ""):
-		return nil, NewOptionError("{CertFile} and {KeyFile} go together")
+		return nil, errors.New("client certificate and key files go together")
 	case opts.CertFile != "":
 		certFile, keyFile := opts.CertFile, opts.KeyFile
 		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-			return nil, NewOptionError("{CertFile} %s with {KeyFile} %s: %w", certFile, keyFile, err)
+			return nil, fmt.Errorf("client certificate %s with key %s: %w", certFile, keyFile, err)
 		}
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -368,24 +416,38 @@ func newTransport(tlsConfig *tls.Config) *http.Transport {
 }
 
 // checkRedirect follows up to maxRedirects redirects that stay on the same
-// host, keep the method and do not downgrade from https to http. The host
-// must stay because Go sends custom headers, which may hold a credential,
-// on to any host.
+// scheme, host and port and keep the method. A reload endpoint has no
+// business sending its caller elsewhere, and the request carries its
+// credentials: Go sends custom headers on to any host, and basic auth to
+// another port of the same one.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	switch {
 	case len(via) >= maxRedirects:
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	case req.URL.Hostname() != first.URL.Hostname():
-		return fmt.Errorf("redirected to %s: refusing to follow to another host", redactURL(req.URL))
+	case origin(req.URL) != origin(first.URL):
+		return &RedirectError{fmt.Sprintf("redirected to %s: refusing to follow to another scheme, host or port, which would get the credentials", redactURL(req.URL))}
 	case req.Method != first.Method:
-		return NewOptionError("redirected to %s, which would turn %s into %s: point {URL} there",
-			redactURL(req.URL), first.Method, req.Method)
-	case via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https":
-		return fmt.Errorf("redirected to %s: refusing to leave https", redactURL(req.URL))
+		return &RedirectError{fmt.Sprintf("redirected to %s, which would turn %s into %s", redactURL(req.URL), first.Method, req.Method)}
 	}
 	return nil
 }
+
+// origin returns the scheme, host and port of u, with the scheme's default
+// port when it has none.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// RedirectError is a failed attempt that the app answered with a redirect
+// that was not followed: the URL is probably not the reload endpoint.
+type RedirectError struct{ msg string }
+
+func (e *RedirectError) Error() string { return e.msg }
 
 // Name returns the URL with its password and every query value replaced by
 // xxxxx: the name of the target in logs and metric labels.
@@ -413,14 +475,40 @@ func (w *Webhook) Notify(ctx context.Context) error {
 	if w.match(resp.StatusCode) {
 		return nil
 	}
+	body := w.scrub(excerpt(head[:n]), token)
 	msg := fmt.Sprintf("status %d, want %s", resp.StatusCode, w.want)
-	if e := excerpt(head[:n]); e != "" {
-		msg += ": " + e
+	if body != "" {
+		msg += ": " + body
 	}
-	if refuses(resp.StatusCode) {
-		return Refused(w.fail(msg, nil, token), fmt.Sprintf("%s: status %d", w.op, resp.StatusCode))
+	se := &StatusError{Code: resp.StatusCode, Body: body}
+	if errors.Is(se, ErrRefused) {
+		// The reason a view reports names the request and the status,
+		// never the answer, which may quote the configuration.
+		return Refused(w.fail(msg, se, token), fmt.Sprintf("%s: status %d", w.op, resp.StatusCode))
 	}
-	return w.fail(msg, nil, token)
+	return w.fail(msg, se, token)
+}
+
+// StatusError is a failed attempt that the app answered with a status code
+// that is not a wanted one. Body is the beginning and end of its response,
+// in one line, with every credential scrubbed, as in the attempt's error.
+// It is an ErrRefused unless the code says to come back later: 408, 425,
+// 429, 502, 503 and 504 (an app that is starting, a proxy in front of one).
+type StatusError struct {
+	Code int
+	Body string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("status %d", e.Code) }
+
+// Unwrap returns ErrRefused for a code that refuses the reload.
+func (e *StatusError) Unwrap() error {
+	switch e.Code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return nil
+	}
+	return ErrRefused
 }
 
 // newRequest builds the request of one attempt, reading the bearer token,
@@ -499,9 +587,7 @@ func (w *Webhook) transportError(parent, attempt context.Context, err error, tok
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return fail("connection closed by the app before a response", err)
 	case errors.As(err, &unknownCA):
-		hint := NewOptionError("TLS: certificate signed by an unknown authority (trust it with {CAFile})")
-		hint.cause = err
-		return fail(hint.Error(), hint)
+		return fail("TLS: certificate signed by an unknown authority", err)
 	case errors.As(err, &certErr):
 		return fail("TLS: "+certErr.Err.Error(), err)
 	}
@@ -512,6 +598,12 @@ func (w *Webhook) transportError(parent, attempt context.Context, err error, tok
 // known secret, and the extra ones, scrubbed out. cause, if not nil, is what
 // errors.Is and errors.As see; its text is not used.
 func (w *Webhook) fail(msg string, cause error, extra ...string) error {
+	return &attemptError{msg: w.op + ": " + w.scrub(msg, extra...), cause: cause}
+}
+
+// scrub returns msg with every known secret, and the extra ones, replaced by
+// xxxxx.
+func (w *Webhook) scrub(msg string, extra ...string) string {
 	secrets := slices.Concat(extra, w.secrets)
 	// Longest first, so that a secret inside another goes with it.
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
@@ -520,7 +612,7 @@ func (w *Webhook) fail(msg string, cause error, extra ...string) error {
 			msg = strings.ReplaceAll(msg, s, redacted)
 		}
 	}
-	return &attemptError{msg: w.op + ": " + msg, cause: cause}
+	return msg
 }
 
 // attemptError is a failed attempt. Its message is built from the redacted
@@ -618,18 +710,6 @@ func redactURL(u *url.URL) string {
 		r.RawQuery = strings.Join(parts, "&")
 	}
 	return r.String()
-}
-
-// unparsedURLError reports a URL option that does not parse, showing its
-// scheme only: where a password holds / ? # or a bad % escape, whatever
-// follows the scheme may be part of it.
-func unparsedURLError(raw string) error {
-	const hint = "not a valid URL; percent-encode / ? # % @ and spaces in its user and password (%2F %3F %23 %25 %40 %20)"
-	scheme, _, ok := strings.Cut(raw, "://")
-	if !ok || !isScheme(scheme) {
-		return NewOptionError("{URL}: %s", hint)
-	}
-	return NewOptionError("{URL} %q: %s", scheme+"://...", hint)
 }
 
 // isScheme reports whether s is a URL scheme (RFC 3986, 3.1).

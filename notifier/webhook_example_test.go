@@ -20,12 +20,12 @@ func ExampleWebhook_Name() {
 	// Output: http://admin:xxxxx@127.0.0.1:9090/-/reload?token=xxxxx&verbose
 }
 
-// Bad input is reported in one line that names the flag.
+// Bad input is reported in one line that names the option.
 func ExampleNewWebhook() {
 	_, err := notifier.NewWebhook(notifier.WebhookOptions{
 		URL:         "http://127.0.0.1:9090/-/reload",
 		StatusCodes: []string{"2x5"},
 	})
 	fmt.Println(err)
-	// Output: StatusCodes "2x5": want a code such as 200 or a class such as 2xx
+	// Output: status code "2x5": want a code such as 200 or a class such as 2xx
 }

@@ -1,6 +1,8 @@
 package notifier
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -24,7 +26,7 @@ func parseStatusCodes(specs []string) (match func(code int) bool, want string, e
 			s = strings.TrimSpace(s)
 			code, class, ok := parseStatusCode(strings.ToLower(s))
 			if !ok {
-				return nil, "", NewOptionError("{StatusCodes} %q: want a code such as 200 or a class such as 2xx", s)
+				return nil, "", fmt.Errorf("status code %q: %w", s, errStatusCode)
 			}
 			if class > 0 {
 				classes[class] = true
@@ -36,6 +38,17 @@ func parseStatusCodes(specs []string) (match func(code int) bool, want string, e
 	}
 	match = func(code int) bool { return codes[code] || classes[code/100] && code >= 100 && code <= 599 }
 	return match, strings.Join(names, " or "), nil
+}
+
+var errStatusCode = errors.New("want a code such as 200 or a class such as 2xx")
+
+// CheckStatusCode checks one wanted status code: a code from 100 to 599,
+// such as 200, or a class, such as 2xx.
+func CheckStatusCode(s string) error {
+	if _, _, ok := parseStatusCode(strings.ToLower(s)); !ok {
+		return errStatusCode
+	}
+	return nil
 }
 
 // parseStatusCode parses "200" into code 200, or "2xx" into class 2.

@@ -146,58 +146,62 @@ func TestNewWebhookValidation(t *testing.T) {
 			wantErr: `URL "ftp://admin:xxxxx@h/?token=xxxxx": scheme must be`, secret: "s3cret"},
 
 		{name: "method with a space", opts: WebhookOptions{URL: url, Method: "PO ST"},
-			wantErr: `Method "PO ST": not a valid HTTP method`},
+			wantErr: `method "PO ST": not a valid HTTP method`},
 		{name: "method with a slash", opts: WebhookOptions{URL: url, Method: "POST/1"},
-			wantErr: `Method "POST/1": not a valid HTTP method`},
+			wantErr: `method "POST/1": not a valid HTTP method`},
 
 		{name: "status code pattern", opts: WebhookOptions{URL: url, StatusCodes: []string{"2x5"}},
-			wantErr: `StatusCodes "2x5": want a code such as 200 or a class such as 2xx`},
+			wantErr: `status code "2x5": want a code such as 200 or a class such as 2xx`},
 		{name: "status code too high", opts: WebhookOptions{URL: url, StatusCodes: []string{"200", "600"}},
-			wantErr: `StatusCodes "600": want a code`},
+			wantErr: `status code "600": want a code`},
 		{name: "status code in a list", opts: WebhookOptions{URL: url, StatusCodes: []string{"200,20"}},
-			wantErr: `StatusCodes "20": want a code`},
+			wantErr: `status code "20": want a code`},
 		{name: "empty status code", opts: WebhookOptions{URL: url, StatusCodes: []string{""}},
-			wantErr: `StatusCodes "": want a code`},
+			wantErr: `status code "": want a code`},
 
 		{name: "negative timeout", opts: WebhookOptions{URL: url, Timeout: -time.Second},
-			wantErr: `Timeout -1s: must not be negative`},
+			wantErr: `timeout -1s: must not be negative`},
 
 		{name: "header without a colon", opts: WebhookOptions{URL: url, Headers: []string{"Foo"}},
-			wantErr: `Headers "Foo": want "Name: value"`},
+			wantErr: `header: want "Name: value"; this one has no colon (not shown, as it may hold a secret)`},
 		{name: "header without a colon hides the rest", opts: WebhookOptions{URL: url, Headers: []string{"Authorization Bearer s3cret-h"}},
-			wantErr: `Headers "Authorization ...": want "Name: value"`, secret: "s3cret"},
+			wantErr: `header: want "Name: value"`, secret: "s3cret"},
+		{name: "header without a colon hides it all", opts: WebhookOptions{URL: url, Headers: []string{"X-Api-Key=s3cret-h"}},
+			wantErr: `header: want "Name: value"`, secret: "s3cret"},
 		{name: "header name with a space", opts: WebhookOptions{URL: url, Headers: []string{"X Token: s3cret-h"}},
-			wantErr: `Headers "X Token": not a valid header name`, secret: "s3cret"},
+			wantErr: `header: not a valid header name`, secret: "s3cret"},
+		{name: "header name that holds the value", opts: WebhookOptions{URL: url, Headers: []string{"X-Api-Key=s3cret-h: x"}},
+			wantErr: `header: not a valid header name (not shown, as it may hold a secret)`, secret: "s3cret"},
 		{name: "header without a name", opts: WebhookOptions{URL: url, Headers: []string{": s3cret-h"}},
-			wantErr: `Headers "": not a valid header name`, secret: "s3cret"},
+			wantErr: `header: not a valid header name`, secret: "s3cret"},
 		{name: "header value with a newline", opts: WebhookOptions{URL: url, Headers: []string{"X-Token: s3cret\nEvil: 1"}},
-			wantErr: `Headers "X-Token": value has a control character`, secret: "s3cret"},
+			wantErr: `header "X-Token": value has a control character`, secret: "s3cret"},
 		{name: "empty Host header", opts: WebhookOptions{URL: url, Headers: []string{"Host: "}},
-			wantErr: `Headers "Host": empty host`},
+			wantErr: `header "Host": empty host`},
 		{name: "Authorization header and token file", opts: WebhookOptions{URL: url, Headers: []string{"authorization: Basic s3cret-h"}, BearerTokenFile: missing},
-			wantErr: `Headers "Authorization" and BearerTokenFile both set Authorization`, secret: "s3cret"},
+			wantErr: `header "Authorization" and the bearer token file both set Authorization`, secret: "s3cret"},
 		{name: "Authorization header and user in URL", opts: WebhookOptions{URL: "http://u:p@h/", Headers: []string{"Authorization: x"}},
-			wantErr: `Headers "Authorization" and the user in URL both set Authorization`},
+			wantErr: `header "Authorization" and the user in the URL both set Authorization`},
 		{name: "user in URL and token file", opts: WebhookOptions{URL: "http://u:p@h/", BearerTokenFile: missing},
-			wantErr: `BearerTokenFile and the user in URL both set Authorization`},
+			wantErr: `the bearer token file and the user in the URL both set Authorization`},
 
 		{name: "token file is a directory", opts: WebhookOptions{URL: url, BearerTokenFile: dir},
-			wantErr: fmt.Sprintf(`BearerTokenFile %s: is a directory`, dir)},
+			wantErr: fmt.Sprintf(`bearer token file %s: is a directory`, dir)},
 
 		{name: "CA file missing", opts: WebhookOptions{URL: url, CAFile: missing},
-			wantErr: fmt.Sprintf(`CAFile %s: open %s: no such file or directory`, missing, missing)},
+			wantErr: fmt.Sprintf(`CA file %s: open %s: no such file or directory`, missing, missing)},
 		{name: "CA file without certificates", opts: WebhookOptions{URL: url, CAFile: notPEM},
-			wantErr: fmt.Sprintf(`CAFile %s: no certificates found`, notPEM)},
+			wantErr: fmt.Sprintf(`CA file %s: no certificates found`, notPEM)},
 		{name: "cert without key", opts: WebhookOptions{URL: url, CertFile: certFile},
-			wantErr: `CertFile and KeyFile go together`},
+			wantErr: `client certificate and key files go together`},
 		{name: "key without cert", opts: WebhookOptions{URL: url, KeyFile: keyFile},
-			wantErr: `CertFile and KeyFile go together`},
+			wantErr: `client certificate and key files go together`},
 		{name: "cert file missing", opts: WebhookOptions{URL: url, CertFile: missing, KeyFile: keyFile},
-			wantErr: fmt.Sprintf(`CertFile %s with KeyFile %s: open %s: no such file or directory`, missing, keyFile, missing)},
+			wantErr: fmt.Sprintf(`client certificate %s with key %s: open %s: no such file or directory`, missing, keyFile, missing)},
 		{name: "key of another cert", opts: WebhookOptions{URL: url, CertFile: certFile, KeyFile: otherKey},
-			wantErr: fmt.Sprintf(`CertFile %s with KeyFile %s: tls: private key does not match public key`, certFile, otherKey)},
+			wantErr: fmt.Sprintf(`client certificate %s with key %s: tls: private key does not match public key`, certFile, otherKey)},
 		{name: "cert file is not PEM", opts: WebhookOptions{URL: url, CertFile: notPEM, KeyFile: keyFile},
-			wantErr: fmt.Sprintf(`CertFile %s with KeyFile %s: tls:`, notPEM, keyFile)},
+			wantErr: fmt.Sprintf(`client certificate %s with key %s: tls:`, notPEM, keyFile)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,12 +245,12 @@ func TestStatusCodes(t *testing.T) {
 		{name: "class", specs: []string{"2xx"}, match: []int{200, 204, 299}, nomatch: []int{199, 300, 500}},
 		{name: "class in capitals", specs: []string{"3XX"}, match: []int{301}, nomatch: []int{200}},
 		{name: "class and code", specs: []string{"2xx", "304"}, match: []int{201, 304}, nomatch: []int{301}},
-		{name: "letters", specs: []string{"ok"}, wantErr: `StatusCodes "ok": want a code such as 200 or a class such as 2xx`},
-		{name: "partial class", specs: []string{"2x5"}, wantErr: `StatusCodes "2x5"`},
-		{name: "class 6", specs: []string{"6xx"}, wantErr: `StatusCodes "6xx"`},
-		{name: "too long", specs: []string{"2000"}, wantErr: `StatusCodes "2000"`},
-		{name: "signed", specs: []string{"+20"}, wantErr: `StatusCodes "+20"`},
-		{name: "below 100", specs: []string{"099"}, wantErr: `StatusCodes "099"`},
+		{name: "letters", specs: []string{"ok"}, wantErr: `status code "ok": want a code such as 200 or a class such as 2xx`},
+		{name: "partial class", specs: []string{"2x5"}, wantErr: `status code "2x5"`},
+		{name: "class 6", specs: []string{"6xx"}, wantErr: `status code "6xx"`},
+		{name: "too long", specs: []string{"2000"}, wantErr: `status code "2000"`},
+		{name: "signed", specs: []string{"+20"}, wantErr: `status code "+20"`},
+		{name: "below 100", specs: []string{"099"}, wantErr: `status code "099"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -325,6 +329,17 @@ func TestNotifyStatus(t *testing.T) {
 				t.Errorf("the server saw %d requests, want 1", rec.count())
 			}
 		})
+	}
+}
+
+// TestStatusRefuses: an answer that refuses the reload is an ErrRefused;
+// one that says to come back later is not.
+func TestStatusRefuses(t *testing.T) {
+	for code, refused := range map[int]bool{400: true, 401: true, 404: true, 422: true, 500: true,
+		408: false, 425: false, 429: false, 502: false, 503: false, 504: false} {
+		if got := errors.Is(&StatusError{Code: code}, ErrRefused); got != refused {
+			t.Errorf("status %d is ErrRefused = %v, want %v", code, got, refused)
+		}
 	}
 }
 
@@ -596,10 +611,10 @@ func TestNotifyRedirect(t *testing.T) {
 		{name: "307 keeps POST", method: "POST", path: "/temporary", wantMethod: "POST"},
 		{name: "302 after GET", method: "GET", path: "/found", wantMethod: "GET"},
 		{name: "302 would turn POST into GET", method: "POST", path: "/found",
-			wantErr: "POST " + srv.URL + "/found: redirected to " + srv.URL + "/-/reload?token=xxxxx, which would turn POST into GET: point URL there"},
+			wantErr: "POST " + srv.URL + "/found: redirected to " + srv.URL + "/-/reload?token=xxxxx, which would turn POST into GET"},
 		{name: "loop", method: "POST", path: "/loop", wantErr: "POST " + srv.URL + "/loop: stopped after 10 redirects"},
 		{name: "another host", method: "POST", path: "/elsewhere",
-			wantErr: "POST " + srv.URL + "/elsewhere: redirected to http://example.com/-/reload?token=xxxxx: refusing to follow to another host"},
+			wantErr: "POST " + srv.URL + "/elsewhere: redirected to http://example.com/-/reload?token=xxxxx: refusing to follow to another scheme, host or port, which would get the credentials"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -622,6 +637,41 @@ func TestNotifyRedirect(t *testing.T) {
 				t.Errorf("the reload endpoint saw %s, want %s", got, tt.wantMethod)
 			}
 		})
+	}
+}
+
+// TestRedirectKeepsCredentialsHome: a redirect to the same host on another
+// port, or to another scheme, is not followed: the credentials and headers
+// of the reload request stay with the app they were given for.
+func TestRedirectKeepsCredentialsHome(t *testing.T) {
+	other := &recorder{}
+	otherSrv := startServer(t, other.ServeHTTP)
+	_, otherPort, _ := net.SplitHostPort(strings.TrimPrefix(otherSrv.URL, "http://"))
+	mux := http.NewServeMux()
+	mux.Handle("/port", http.RedirectHandler("http://127.0.0.1:"+otherPort+"/-/reload", http.StatusTemporaryRedirect))
+	mux.Handle("/scheme", http.RedirectHandler("https://127.0.0.1:"+otherPort+"/-/reload", http.StatusTemporaryRedirect))
+	srv := startServer(t, mux.ServeHTTP)
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	for _, tt := range []struct{ path, to string }{
+		{"/port", "http://127.0.0.1:" + otherPort + "/-/reload"},
+		{"/scheme", "https://127.0.0.1:" + otherPort + "/-/reload"},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			w := newTestWebhook(t, WebhookOptions{URL: "http://admin:s3cret-pw@" + host + tt.path, Headers: []string{"X-Api-Key: s3cret-h"}})
+			err := w.Notify(t.Context())
+			want := "POST http://admin:xxxxx@" + host + tt.path + ": redirected to " + tt.to + ": refusing to follow to another scheme, host or port, which would get the credentials"
+			if err == nil || err.Error() != want {
+				t.Errorf("Notify = %v,\nwant %s", err, want)
+			}
+			var re *RedirectError
+			if !errors.As(err, &re) {
+				t.Errorf("Notify = %v, want a *RedirectError", err)
+			}
+		})
+	}
+	if n := other.count(); n != 0 {
+		t.Errorf("the other port got %d requests, with the credentials", n)
 	}
 }
 
@@ -801,6 +851,10 @@ func TestAuthorizationHeaderPartsScrubbed(t *testing.T) {
 			want := "POST " + srv.URL + "/reload: " + tt.want
 			if err == nil || err.Error() != want {
 				t.Fatalf("Notify error = %v, want %q", err, want)
+			}
+			var se *StatusError
+			if !errors.As(err, &se) || se.Code != http.StatusUnauthorized || se.Body != "bad token xxxxx" {
+				t.Errorf("Notify error's StatusError = %+v, want code 401 and the scrubbed body", se)
 			}
 		})
 	}

@@ -14,7 +14,7 @@
 // it), or what a state file says was delivered before a restart.
 //
 // It is a library: it knows nothing of hotreload's command line. Its errors
-// name an option by its Go name (StateFile), as a *notifier.OptionError that
-// a program explains in its own terms, as hotreload's internal/config does
-// with its flags (--state-file).
+// say what is wrong and leave it to the caller to name the option, and
+// Options.Hint lets the caller add advice in its own terms to the log line
+// of a failed reload.
 package reloader

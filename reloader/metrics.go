@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"target"}),
 		content: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotreload_volume_content_info",
-			Help: "1 for the content every target was last given, per volume: hash is the first 12 hex digits of the volume's content hash. One series per volume.",
+			Help: "1 for the content every target was last given, per volume: hash is the first 12 hex digits of its content value (HMAC-SHA256 under the content key, else SHA-256; none for a Secret volume without a key). One series per volume.",
 		}, []string{"dir", "hash"}),
 	}
 }

@@ -52,6 +52,11 @@ type Options struct {
 	Retries int
 	// Backoff paces the retries.
 	Backoff notifier.Backoff
+	// RefusedBackoff paces the retries after an attempt that the app
+	// refused (notifier.ErrRefused: it answered, and not with success),
+	// which trying again soon with the same content will not change; its
+	// Max is typically minutes. A zero Max means Backoff's.
+	RefusedBackoff notifier.Backoff
 	// RetryInterval is how often a target whose attempts ran out is tried
 	// again without a new change; 0 means only on the next change.
 	RetryInterval time.Duration
@@ -71,6 +76,17 @@ type Options struct {
 	// State, if set, records the content delivered to each target, so that
 	// a change made while hotreload was not running is delivered at start.
 	State *StateFile
+	// Key, if set, keys the content value of every volume: see value.go.
+	Key []byte
+	// Sensitive, if set, reports whether a volume may hold Secret data
+	// (the kubelet puts Secret, projected and downwardAPI volumes on
+	// tmpfs). Without Key, such a volume's content value is shown nowhere
+	// and not kept in the state file.
+	Sensitive func(dir string) bool
+	// Hint, if set, returns advice on the error of a failed attempt in the
+	// terms the user knows (a flag to set), or "". It is logged beside the
+	// error, under "hint".
+	Hint func(error) string
 	// Delivered, if set, is told each time every target has been given the
 	// same new content of a directory (what hotreload_volume_content_info
 	// shows). It is called with the Reloader's lock held: it must not block.
@@ -78,7 +94,8 @@ type Options struct {
 	// Refused, if set, is asked after every failed attempt, with its error
 	// and the content being delivered. Returning true says the failure was
 	// dealt with (a view put its previous content back): the content is not
-	// tried again until newer content is asked for or the resync comes.
+	// tried again, as for an unconfirmed one, until newer content is asked
+	// for.
 	Refused func(err error, content map[string][32]byte) bool
 }
 
@@ -106,14 +123,25 @@ type Reloader struct {
 	// mu guards the delivery state of every target and what is exported
 	// about it.
 	mu      sync.Mutex
-	volumes map[string]Delivered // content every target has, by directory
+	volumes map[string]exported // content every target has, by directory
+}
+
+// exported is what is exported of the content of one volume that every
+// target was given.
+type exported struct {
+	hash  [32]byte
+	value string // the label's value; "" when the volume has none
+	at    time.Time
 }
 
 // Delivered is the content of one volume that every target was given.
 type Delivered struct {
-	Dir  string
-	Hash [32]byte
-	At   time.Time // when the last target got it; for the startup content, when Run started
+	Dir string
+	// Value is the first 12 hex digits of the content value (see
+	// value.go), as hotreload_volume_content_info shows it; "" for a volume
+	// that may hold a Secret, when no key is given.
+	Value string
+	At    time.Time // when the last target got it; for the startup content, when Run started
 }
 
 // New returns a Reloader for targets. Metrics are registered with reg.
@@ -122,7 +150,7 @@ func New(logger log.Logger, reg prometheus.Registerer, targets []notifier.Target
 		logger = log.NewNopLogger()
 	}
 	logger = log.With(logger, "component", "reloader")
-	r := &Reloader{logger: logger, opts: opts, metrics: newMetrics(reg), seen: content{}, startup: content{}, volumes: map[string]Delivered{}}
+	r := &Reloader{logger: logger, opts: opts, metrics: newMetrics(reg), seen: content{}, startup: content{}, volumes: map[string]exported{}}
 	for _, n := range targets {
 		r.targets = append(r.targets, newTarget(r, n))
 	}
@@ -138,7 +166,10 @@ func (r *Reloader) Ready() bool { return r.ready.Load() }
 func (r *Reloader) Content() []Delivered {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := slices.Collect(maps.Values(r.volumes))
+	var out []Delivered
+	for dir, e := range r.volumes {
+		out = append(out, Delivered{Dir: dir, Value: e.value, At: e.at})
+	}
 	slices.SortFunc(out, func(a, b Delivered) int { return strings.Compare(a.Dir, b.Dir) })
 	return out
 }
@@ -192,13 +223,18 @@ func (r *Reloader) begin(ctx context.Context) error {
 		maps.Copy(r.seen, initial)
 	}
 	now := time.Now()
-	var recorded map[string]map[string]StateEntry // target -> dir -> entry
+	var st loaded
 	if r.opts.State != nil {
-		recorded = r.opts.State.load(r.logger)
+		st = r.opts.State.load(r.logger)
 	}
+	// Without a state file, or at the pod's first start, the app has the
+	// startup content. With one, each target has what the file says;
+	// where it says nothing, or cannot be read, what the app has is not
+	// known, and the current content is delivered.
+	fromFile := st.records != nil || st.unreadable
 
 	r.mu.Lock()
-	var changed []string
+	var changed, unrecorded []string
 	if !r.opts.ReloadOnStart {
 		maps.Copy(r.startup, r.seen)
 	}
@@ -212,31 +248,90 @@ func (r *Reloader) begin(ctx context.Context) error {
 		for d := range r.seen {
 			t.at[d] = now
 		}
-		for d, e := range recorded[t.name] {
-			if _, watched := r.seen[d]; !watched {
-				continue // not there now: compared when it appears
-			}
-			t.delivered[d], t.at[d] = e.Hash, e.At
-			delete(r.startup, d) // the state file knows what the app has
-			if e.Hash != r.seen[d] && !slices.Contains(changed, d) {
-				changed = append(changed, d)
+		if !fromFile {
+			continue
+		}
+		for d := range r.seen {
+			delete(r.startup, d) // the state file says what the app has
+			e, ok := st.records[t.name][d]
+			same, known := r.compare(st, e, d)
+			switch {
+			case !ok || !known:
+				delete(t.delivered, d)
+				if !st.unreadable && !slices.Contains(unrecorded, d) {
+					unrecorded = append(unrecorded, d)
+				}
+			case !same:
+				delete(t.delivered, d)
+				if !slices.Contains(changed, d) {
+					changed = append(changed, d)
+				}
+			default:
+				t.at[d] = e.At
 			}
 		}
 	}
+	r.logDropped(st.records)
 	for d := range r.seen {
 		r.exportLocked(d)
 	}
 	r.saveLocked()
 	r.mu.Unlock()
 
+	slices.Sort(changed)
+	slices.Sort(unrecorded)
 	switch {
 	case r.opts.ReloadOnStart:
 		level.Info(r.logger).Log("msg", "reloading on start")
 	case len(changed) > 0:
-		slices.Sort(changed)
 		level.Info(r.logger).Log("msg", "content changed while hotreload was not running, reloading", "dirs", strings.Join(changed, ","))
 	}
+	if len(unrecorded) > 0 && !r.opts.ReloadOnStart {
+		level.Info(r.logger).Log("msg", "the state file does not say what the app was given of these volumes (missing before, a target added since, a volume that may hold a Secret and no content key, or another key): delivering them", "dirs", strings.Join(unrecorded, ","))
+	}
 	return nil
+}
+
+// compare compares what the state file says a target was given of dir with
+// what dir holds now. known is false when the file cannot tell: it keeps no
+// value for a volume that may hold a Secret without a key, and values under
+// another key cannot be compared.
+func (r *Reloader) compare(st loaded, e StateEntry, dir string) (same, known bool) {
+	now := r.seen[dir]
+	switch {
+	case e.Hash != nil: // a file from before values, which kept the hash
+		return *e.Hash == now, true
+	case st.keyID != keyID(r.opts.Key) || e.Value == "":
+		return false, false
+	}
+	v, ok := r.value(dir, now)
+	return v == e.Value, ok
+}
+
+// logDropped logs the records of the state file that match nothing now: a
+// target not configured, a volume not watched (not configured, or missing;
+// one that appears is delivered). They are not written again.
+func (r *Reloader) logDropped(records map[string]map[string]StateEntry) {
+	var targets, dirs []string
+	for name, byDir := range records {
+		if !slices.ContainsFunc(r.targets, func(t *target) bool { return t.name == name }) {
+			targets = append(targets, name)
+			continue
+		}
+		for d := range byDir {
+			if _, ok := r.seen[d]; !ok && !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	slices.Sort(targets)
+	slices.Sort(dirs)
+	if len(targets) > 0 {
+		level.Info(r.logger).Log("msg", "the state file has records of targets not configured now, dropping them", "targets", strings.Join(targets, ","))
+	}
+	if len(dirs) > 0 {
+		level.Info(r.logger).Log("msg", "the state file has records of volumes not watched now (not configured, or missing), dropping them; one that appears is delivered", "dirs", strings.Join(dirs, ","))
+	}
 }
 
 // debounce reads changes until ctx is done and offers the content once a
@@ -400,14 +495,19 @@ func (r *Reloader) exportLocked(dir string) {
 		return
 	}
 	old, had := r.volumes[dir]
-	if had && old.Hash == hash {
+	if had && old.hash == hash {
 		return
 	}
-	if had {
-		r.metrics.content.DeleteLabelValues(dir, ShortHash(old.Hash))
+	if had && old.value != "" {
+		r.metrics.content.DeleteLabelValues(dir, old.value)
 	}
-	r.volumes[dir] = Delivered{Dir: dir, Hash: hash, At: at}
-	r.metrics.content.WithLabelValues(dir, ShortHash(hash)).Set(1)
+	v, ok := r.value(dir, hash)
+	e := exported{hash: hash, at: at}
+	if ok {
+		e.value = shortValue(v)
+		r.metrics.content.WithLabelValues(dir, e.value).Set(1)
+	}
+	r.volumes[dir] = e
 	if r.opts.Delivered != nil {
 		r.opts.Delivered(dir, hash)
 	}
@@ -424,16 +524,14 @@ func (r *Reloader) saveLocked() {
 			if s[d] == nil {
 				s[d] = map[string]StateEntry{}
 			}
-			s[d][t.name] = StateEntry{Hash: h, At: t.at[d]}
+			v, _ := r.value(d, h)
+			s[d][t.name] = StateEntry{Value: v, At: t.at[d]}
 		}
 	}
-	if err := r.opts.State.save(s); err != nil {
+	if err := r.opts.State.save(keyID(r.opts.Key), s); err != nil {
 		level.Warn(r.logger).Log("msg", "cannot write the state file, a restart will not know what was delivered; retrying at the next reload", "file", r.opts.State.Path(), "err", err)
 	}
 }
-
-// shortHash is the label value of a content hash: its first 12 hex digits.
-func ShortHash(h [32]byte) string { return fmt.Sprintf("%x", h[:6]) }
 
 // target is the delivery loop of one notifier.Target.
 type target struct {
@@ -444,6 +542,11 @@ type target struct {
 	opts   *Options
 
 	kick chan struct{} // capacity 1: "wanted has moved"
+
+	// Owned by run's goroutine: the version whose delivery reached the app
+	// unconfirmed, not to be sent again.
+	held        bool
+	heldVersion uint64
 
 	// Guarded by r.mu.
 	wanted    content              // the newest content asked for
@@ -519,25 +622,39 @@ func (t *target) run(ctx context.Context, stop <-chan struct{}) {
 				level.Info(t.logger).Log("msg", "retrying the failed reload")
 			}
 		}
-		if _, _, ok := t.pending(); !ok {
+		if _, v, ok := t.pending(); !ok || (t.held && v == t.heldVersion) {
 			retryC = nil
 			continue
 		}
-		if !t.deliver(ctx, stop) && retry != nil {
-			retry.Reset(t.opts.RetryInterval)
-			retryC = retry.C
-		} else {
+		switch t.deliver(ctx, stop) {
+		case retryLater:
+			if retry != nil {
+				retry.Reset(t.opts.RetryInterval)
+				retryC = retry.C
+			}
+		default:
 			retryC = nil
 		}
 	}
 }
 
+// outcome is how a delivery ended.
+type outcome int
+
+const (
+	done       outcome = iota // the target has the newest content asked for
+	retryLater                // it failed: the next change or resync tries again
+	heldBack                  // it reached the app unconfirmed: only the next change tries again
+)
+
 // deliver makes attempts until one succeeds, the attempts for a change run
 // out, the target turns out to have the content already, or stop closes. A
 // newer change that arrives while it waits to retry replaces the one it was
-// delivering, with attempts counted afresh. It reports whether the target
-// has the newest content it was asked for.
-func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
+// delivering, with attempts counted afresh. An attempt that reached the app
+// but could not be confirmed (notifier.ErrUnconfirmed) is not repeated for
+// the same content: that would only make the app read it again.
+func (t *target) deliver(ctx context.Context, stop <-chan struct{}) outcome {
+	t.held = false
 	start := time.Now()
 	c, version, _ := t.pending()
 	var (
@@ -559,37 +676,44 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 			t.r.delivered(t, c, at)
 			t.success.Inc()
 			level.Info(t.logger).Log("msg", "reloaded", "attempts", attempt, "duration", took.Round(time.Millisecond))
-			return true
+			return done
 		}
 		if ctx.Err() != nil {
-			level.Warn(t.logger).Log("msg", "shutdown grace period over, reload abandoned", "err", err)
-			return false
+			level.Warn(t.logger).Log(t.failureKV(err, "msg", "shutdown grace period over, reload abandoned")...)
+			return retryLater
 		}
 		t.lastOK.Set(0)
-		exhausted := t.opts.Retries > 0 && attempt >= t.opts.Retries
+		unconfirmed := errors.Is(err, notifier.ErrUnconfirmed)
+		refused := t.opts.Refused != nil && t.opts.Refused(err, c)
+		exhausted := refused || unconfirmed || t.opts.Retries > 0 && attempt >= t.opts.Retries
 		if exhausted {
 			t.duration.Observe(time.Since(start).Seconds())
 		}
 		t.failure.Inc() // last, as success is
-		if t.opts.Refused != nil && t.opts.Refused(err, c) {
-			if !exhausted {
-				t.duration.Observe(time.Since(start).Seconds())
-			}
-			level.Error(t.logger).Log("msg", "reload refused, the previous content is put back: not sent again for this content", "attempts", attempt, "err", err)
-			return false
-		}
-		if exhausted {
-			level.Error(t.logger).Log("msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt, "err", err)
-			return false
+		switch {
+		case refused:
+			t.held, t.heldVersion = true, version
+			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload refused, the previous content is put back: not sent again for this content", "attempts", attempt)...)
+			return heldBack
+		case unconfirmed:
+			t.held, t.heldVersion = true, version
+			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload not confirmed, not sent again for this content: the next change tries again", "attempts", attempt)...)
+			return heldBack
+		case exhausted:
+			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload failed, no attempts left for this change: the next change or resync tries again", "attempts", attempt)...)
+			return retryLater
 		}
 		delay := t.opts.Backoff.Delay(attempt)
+		if errors.Is(err, notifier.ErrRefused) && t.opts.RefusedBackoff.Max > 0 {
+			delay = t.opts.RefusedBackoff.Delay(attempt)
+		}
 		logger := level.Warn(t.logger)
 		if msg := err.Error(); msg == lastErr && time.Since(lastLog) < repeatLogEvery {
 			logger = level.Debug(t.logger)
 		} else {
 			lastErr, lastLog = msg, time.Now()
 		}
-		logger.Log("msg", "reload failed, retrying", "attempt", attempt, "retry_in", delay.Round(time.Millisecond), "err", err)
+		logger.Log(t.failureKV(err, "msg", "reload failed, retrying", "attempt", attempt, "retry_in", delay.Round(time.Millisecond))...)
 
 		switch t.wait(ctx, stop, delay, err, version) {
 		case waitRetry:
@@ -600,15 +724,27 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) bool {
 				t.lastOK.Set(1)
 				t.duration.Observe(time.Since(start).Seconds())
 				level.Info(t.logger).Log("msg", "content is back to what the app was last given, dropping the retry")
-				return true
+				return done
 			}
 			c, version, attempt = nc, nv, 0
 			level.Debug(t.logger).Log("msg", "newer change supersedes the one being retried")
 		case waitStop:
-			level.Warn(t.logger).Log("msg", "shutting down before the reload succeeded", "err", err)
-			return false
+			level.Warn(t.logger).Log(t.failureKV(err, "msg", "shutting down before the reload succeeded")...)
+			return retryLater
 		}
 	}
+}
+
+// failureKV returns kv with the error of a failed attempt, and the advice
+// Options.Hint gives on it.
+func (t *target) failureKV(err error, kv ...any) []any {
+	kv = append(kv, "err", err)
+	if t.opts.Hint != nil {
+		if hint := t.opts.Hint(err); hint != "" {
+			kv = append(kv, "hint", hint)
+		}
+	}
+	return kv
 }
 
 type waitResult int

@@ -3,6 +3,7 @@ package reloader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -29,10 +30,11 @@ type fakeTarget struct {
 	name string
 	took time.Duration
 
-	mu      sync.Mutex
-	errs    []error
-	calls   []time.Time
-	failAll bool
+	mu       sync.Mutex
+	errs     []error
+	calls    []time.Time
+	failAll  bool
+	failWith error
 }
 
 func (f *fakeTarget) Name() string { return f.name }
@@ -43,6 +45,8 @@ func (f *fakeTarget) Notify(ctx context.Context) error {
 	var err error
 	if f.failAll {
 		err = errors.New("app says no")
+	} else if f.failWith != nil {
+		err = f.failWith
 	} else if len(f.errs) > 0 {
 		err, f.errs = f.errs[0], f.errs[1:]
 	}
@@ -61,6 +65,13 @@ func (f *fakeTarget) times() []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]time.Time(nil), f.calls...)
+}
+
+// setFailWith makes every call fail with err; nil ends it.
+func (f *fakeTarget) setFailWith(err error) {
+	f.mu.Lock()
+	f.failWith = err
+	f.mu.Unlock()
 }
 
 func (f *fakeTarget) setFailAll(v bool) {
@@ -507,6 +518,113 @@ func TestLogsSayWhatHappens(t *testing.T) {
 		// The same error again is not repeated at warning level.
 		if n := strings.Count(out, "level=warn"); n != 1 {
 			t.Errorf("warnings = %d, want 1 for three identical failures; log:\n%s", n, out)
+		}
+	})
+}
+
+// TestUnconfirmedNotRepeated: a reload that reached the app but could not
+// be confirmed (a signal the app took without replacing its workers) is not
+// sent again for the same content, neither by the backoff nor by the
+// resync: that would only make the app read the same config again. The
+// next change is delivered at once.
+func TestUnconfirmedNotRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf binary.Buffer
+		kept := fmt.Errorf("signal delivered but pid 7 (nginx) kept its workers: %w", notifier.ErrUnconfirmed)
+		f := &fakeTarget{name: "signal:nginx", errs: []error{kept, kept, kept}}
+		h := startWith(t, &buf, []notifier.Target{f}, Options{Backoff: fixedBackoff(time.Second), RetryInterval: 2 * time.Minute})
+		h.change("/etc/nginx")
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		if got := len(f.times()); got != 1 {
+			t.Errorf("signals sent for one change in 30 minutes = %d, want 1", got)
+		}
+		if got := testutil.ToFloat64(counter(h, "signal:nginx", "failure")); got != 1 {
+			t.Errorf("failures = %v, want 1", got)
+		}
+		if got := series(h, "hotreload_last_reload_successful", "signal:nginx"); got != 0 {
+			t.Errorf("hotreload_last_reload_successful = %v, want 0", got)
+		}
+		t0 := time.Now()
+		h.change("/etc/nginx")
+		synctest.Wait()
+		if calls := f.times(); len(calls) != 2 || !calls[1].Equal(t0) {
+			t.Errorf("the next change: calls at %v, want a second one at once (%v)", calls, t0)
+		}
+		h.stop(t)
+		want := `level=error component=reloader target=signal:nginx msg="reload not confirmed, not sent again for this content: the next change tries again" attempts=1 err="signal delivered but pid 7 (nginx) kept its workers: reload not confirmed"`
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log lacks %q; log:\n%s", want, buf.String())
+		}
+	})
+}
+
+// TestRefusedBacksOffToMinutes: a config that the app refuses (it answers,
+// with a status such as 500) is tried again at the pace of RefusedBackoff,
+// up to minutes apart, not every few seconds; the next change is delivered
+// at once.
+func TestRefusedBacksOffToMinutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := fmt.Errorf("POST http://app/-/reload: status 500, want 200: bad config: %w", &notifier.StatusError{Code: 500})
+		f := &fakeTarget{name: "app"}
+		f.setFailWith(refused)
+		rnd := func() float64 { return 0.999999 }
+		h := start(t, []notifier.Target{f}, Options{
+			Backoff:        notifier.Backoff{Max: 5 * time.Second, Rand: rnd},
+			RefusedBackoff: notifier.Backoff{Max: 5 * time.Minute, Rand: rnd},
+		})
+		h.change("/etc/config")
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		calls := f.times()
+		// 0.2s doubling to 5m takes 11 attempts and 6.8 minutes; then one
+		// every 5 minutes. Every 5 s would be 350 attempts.
+		if len(calls) < 10 || len(calls) > 17 {
+			t.Errorf("attempts in 30 minutes = %d, want 10 to 17", len(calls))
+		}
+		if gap := calls[len(calls)-1].Sub(calls[len(calls)-2]); gap < 4*time.Minute {
+			t.Errorf("last gap between attempts = %v, want about 5m", gap)
+		}
+		f.setFailWith(nil)
+		t0 := time.Now()
+		h.change("/etc/config")
+		synctest.Wait()
+		if last := f.times()[len(f.times())-1]; !last.Equal(t0) {
+			t.Errorf("the next change was sent %v after it came, want at once", last.Sub(t0))
+		}
+		if got := series(h, "hotreload_last_reload_successful", "app"); got != 1 {
+			t.Errorf("hotreload_last_reload_successful = %v after the next change, want 1", got)
+		}
+		h.stop(t)
+	})
+}
+
+// TestHintLogged: the advice Options.Hint gives on an error is logged beside
+// it, on the same line; an error without advice has no hint.
+func TestHintLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf binary.Buffer
+		refused, down := errors.New("app says no"), errors.New("connection refused")
+		f := &fakeTarget{name: "app", errs: []error{refused, down}}
+		hint := func(err error) string {
+			if err == refused {
+				return "ask nicely"
+			}
+			return ""
+		}
+		h := startWith(t, &buf, []notifier.Target{f}, Options{Backoff: fixedBackoff(time.Second), Hint: hint})
+		h.change("/etc/config")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		h.stop(t)
+		out := buf.String()
+		for _, want := range []string{
+			`msg="reload failed, retrying" attempt=1 retry_in=1s err="app says no" hint="ask nicely"` + "\n",
+			`msg="reload failed, retrying" attempt=2 retry_in=1s err="connection refused"` + "\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log lacks %q; log:\n%s", want, out)
+			}
 		}
 	})
 }

@@ -23,10 +23,9 @@
 // has only when it runs as root. The package is Linux only; /proc is read
 // with github.com/prometheus/procfs.
 //
-// It is a library: it knows nothing of hotreload's command line. Its errors
-// name an option by its field in Options (ProcessName, Force), including the
-// advice in a failed reload's error ("use Force to send anyway"); they are
-// *notifier.OptionError, which a program explains in its own terms, as
-// hotreload's internal/config does with its flags (--process-name,
-// --signal-force).
+// It is a library: it knows nothing of hotreload's command line. A failed
+// Notify is an ordinary error that wraps ErrNotSent, ErrNoProcess,
+// notifier.ErrUnconfirmed or a syscall.Errno (EPERM, ESRCH), so that a
+// program can advise its user in its own terms, as hotreload's
+// internal/config does.
 package signal

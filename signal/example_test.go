@@ -12,7 +12,7 @@ func ExampleParse() {
 	for _, s := range []string{"SIGHUP", "hup", "10", "SIGRTMIN+3", "SIGKILL", "FOO"} {
 		sig, err := signal.Parse(s)
 		if err != nil {
-			fmt.Println(err)
+			fmt.Printf("%s: %v\n", s, err)
 			continue
 		}
 		fmt.Printf("%s: %d %s\n", s, int(sig), signal.Name(sig))
@@ -22,8 +22,8 @@ func ExampleParse() {
 	// hup: 1 SIGHUP
 	// 10: 10 SIGUSR1
 	// SIGRTMIN+3: 37 SIGRTMIN+3
-	// Signal "SIGKILL": SIGKILL cannot be caught, so no process can reload on it
-	// Signal "FOO": unknown signal
+	// SIGKILL: SIGKILL cannot be caught, so no process can reload on it
+	// FOO: unknown signal
 }
 
 func ExampleSelector_Select() {

@@ -117,8 +117,7 @@ func testNginx(t *testing.T, h *harness) {
 	// configuration.
 	writeServer(server(`retrun 200 "v3\n";`))
 	err = n.Notify(t.Context())
-	want := fmt.Sprintf("signal delivered but pid %d (nginx) kept its workers: the new config was probably refused; see the app's log "+
-		"(if it keeps them on a good reload too, set ConfirmTimeout=0)", master)
+	want := fmt.Sprintf("signal delivered but pid %d (nginx) kept its workers: the new config was probably refused; see the app's log", master)
 	if err == nil || err.Error() != want {
 		t.Fatalf("Notify with an invalid configuration = %v, want %q", err, want)
 	}

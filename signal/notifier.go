@@ -87,22 +87,22 @@ var _ notifier.Target = (*Notifier)(nil)
 // New checks opts and returns a Notifier.
 func New(opts Options) (*Notifier, error) {
 	if opts.Signal == 0 {
-		return nil, notifier.NewOptionError("{Signal} is required")
+		return nil, errors.New("no signal given")
 	}
 	if err := validate(opts.Signal); err != nil {
-		return nil, notifier.NewOptionError("{Signal} %d: %w", int(opts.Signal), err)
+		return nil, fmt.Errorf("signal %d: %w", int(opts.Signal), err)
 	}
 	if opts.ProcessName == "" && opts.ProcessCmdline == "" && opts.PIDFile == "" {
-		return nil, notifier.NewOptionError("one of {ProcessName}, {ProcessCmdline}, {PIDFile} is required with {Signal}")
+		return nil, errors.New("a process name, command line or pid file is required")
 	}
 	if opts.CheckDelay < 0 {
-		return nil, notifier.NewOptionError("{CheckDelay} %v: must not be negative", opts.CheckDelay)
+		return nil, fmt.Errorf("check delay %v: must not be negative", opts.CheckDelay)
 	}
 	if opts.ConfirmTimeout < 0 {
-		return nil, notifier.NewOptionError("{ConfirmTimeout} %v: must not be negative", opts.ConfirmTimeout)
+		return nil, fmt.Errorf("confirm timeout %v: must not be negative", opts.ConfirmTimeout)
 	}
 	if _, err := procfs.NewFS(orDefault(opts.ProcRoot)); err != nil {
-		return nil, notifier.NewOptionError("{Signal} needs the proc filesystem: %w", err)
+		return nil, fmt.Errorf("signalling needs the proc filesystem: %w", err)
 	}
 	n := &Notifier{
 		sig:      opts.Signal,
@@ -120,7 +120,7 @@ func New(opts Options) (*Notifier, error) {
 	if opts.ProcessCmdline != "" {
 		re, err := regexp.Compile(opts.ProcessCmdline)
 		if err != nil {
-			return nil, notifier.NewOptionError("{ProcessCmdline}: %w", err)
+			return nil, fmt.Errorf("process command line: %w", err)
 		}
 		n.sel.Cmdline = re
 	}
@@ -205,8 +205,7 @@ func (n *Notifier) find() ([]Process, error) {
 	}
 	targets := n.sel.Select(procs, n.self)
 	if len(targets) == 0 {
-		f, args := n.sel.describe()
-		return nil, notifier.NewOptionError("no process matches "+f, args...)
+		return nil, fmt.Errorf("%w %s", ErrNoProcess, n.sel)
 	}
 	return targets, nil
 }
@@ -216,32 +215,31 @@ func (n *Notifier) find() ([]Process, error) {
 func (n *Notifier) fromPIDFile() ([]Process, error) {
 	b, err := os.ReadFile(n.pidFile)
 	if err != nil {
-		return nil, notifier.NewOptionError("read {PIDFile}: %w", err)
+		return nil, fmt.Errorf("read pid file: %w", err)
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
-		return nil, notifier.NewOptionError("{PIDFile} %s is empty", n.pidFile)
+		return nil, fmt.Errorf("pid file %s is empty", n.pidFile)
 	}
 	pid, err := strconv.Atoi(s)
 	if err != nil || pid <= 0 {
-		return nil, notifier.NewOptionError("{PIDFile} %s: %.20q is not a pid", n.pidFile, s)
+		return nil, fmt.Errorf("pid file %s: %.20q is not a pid", n.pidFile, s)
 	}
 	if pid == n.self {
-		return nil, notifier.NewOptionError("{PIDFile} %s: pid %d is hotreload itself", n.pidFile, pid)
+		return nil, fmt.Errorf("pid file %s: pid %d is hotreload itself", n.pidFile, pid)
 	}
 	p, err := ReadProcess(n.procRoot, pid)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, notifier.NewOptionError("pid %d from {PIDFile} %s: %w", pid, n.pidFile, syscall.ESRCH)
+		return nil, fmt.Errorf("pid %d from pid file %s: %w", pid, n.pidFile, syscall.ESRCH)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if p.Dead() {
-		return nil, notifier.NewOptionError("%s from {PIDFile} %s has exited: %w", p, n.pidFile, syscall.ESRCH)
+		return nil, fmt.Errorf("%s from pid file %s has exited: %w", p, n.pidFile, syscall.ESRCH)
 	}
 	if !n.sel.Match(p) {
-		f, args := n.sel.describe()
-		return nil, notifier.NewOptionError("%s from {PIDFile} %s does not match "+f, append([]any{p, n.pidFile}, args...)...)
+		return nil, fmt.Errorf("%s from pid file %s is not a process %s", p, n.pidFile, n.sel)
 	}
 	return []Process{p}, nil
 }
@@ -316,7 +314,7 @@ func (n *Notifier) checkHandles(p Process) error {
 	case caught:
 		return nil
 	case ignored:
-		return notifier.NewOptionError("%s ignores %s: not sent, it would have no effect (use {Force} to send anyway)", p, name)
+		return fmt.Errorf("%s ignores %s, so it would have no effect: %w", p, name, ErrNotSent)
 	}
 	what := "would be terminated by it"
 	switch defaultAction(n.sig) {
@@ -325,7 +323,7 @@ func (n *Notifier) checkHandles(p Process) error {
 	case actIgn, actCont:
 		what = "would discard it"
 	}
-	return notifier.NewOptionError("%s does not handle %s and %s: not sent (use {Force} to send anyway)", p, name, what)
+	return fmt.Errorf("%s does not handle %s and %s: %w", p, name, what, ErrNotSent)
 }
 
 // sender returns a function that sends a signal to p and nothing else. It
@@ -456,8 +454,7 @@ func (n *Notifier) watch(ctx context.Context, p Process, kids map[procKey]bool) 
 			case ok:
 				return nil
 			case elapsed >= n.confirm:
-				return notifier.Refused(notifier.NewOptionError("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
-					"(if it keeps them on a good reload too, set {ConfirmTimeout}=0)", p), fmt.Sprintf("%s kept its workers after %s", p, Name(n.sig)))
+				return &keptWorkersError{p}
 			}
 			left = min(n.confirm-elapsed, confirmInterval)
 		} else {
@@ -471,3 +468,13 @@ func (n *Notifier) watch(ctx context.Context, p Process, kids map[procKey]bool) 
 		}
 	}
 }
+
+// keptWorkersError is a signal that p took, without replacing its
+// children as a reload that took does. It is a notifier.ErrUnconfirmed.
+type keptWorkersError struct{ p Process }
+
+func (e *keptWorkersError) Error() string {
+	return fmt.Sprintf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log", e.p)
+}
+
+func (e *keptWorkersError) Unwrap() error { return notifier.ErrUnconfirmed }

@@ -25,13 +25,13 @@ func TestNew(t *testing.T) {
 		{name: "cmdline", opts: Options{Signal: syscall.SIGHUP, ProcessCmdline: "^nginx: master"}},
 		{name: "pid file", opts: Options{Signal: syscall.SIGUSR1, PIDFile: "/run/nginx.pid"}},
 		{name: "all", opts: Options{Signal: 40, ProcessName: "a", ProcessCmdline: "b", PIDFile: "c", CheckDelay: time.Second}},
-		{name: "no signal", opts: Options{ProcessName: "nginx"}, wantErr: "Signal is required"},
-		{name: "kill", opts: Options{Signal: syscall.SIGKILL, ProcessName: "nginx"}, wantErr: "Signal 9: SIGKILL cannot be caught"},
-		{name: "out of range", opts: Options{Signal: 65, ProcessName: "nginx"}, wantErr: "Signal 65: unknown signal"},
+		{name: "no signal", opts: Options{ProcessName: "nginx"}, wantErr: "no signal given"},
+		{name: "kill", opts: Options{Signal: syscall.SIGKILL, ProcessName: "nginx"}, wantErr: "signal 9: SIGKILL cannot be caught"},
+		{name: "out of range", opts: Options{Signal: 65, ProcessName: "nginx"}, wantErr: "signal 65: unknown signal"},
 		{name: "no selector", opts: Options{Signal: syscall.SIGHUP},
-			wantErr: "one of ProcessName, ProcessCmdline, PIDFile is required with Signal"},
+			wantErr: "a process name, command line or pid file is required"},
 		{name: "bad regexp", opts: Options{Signal: syscall.SIGHUP, ProcessCmdline: "nginx: (master"},
-			wantErr: "ProcessCmdline: error parsing regexp"},
+			wantErr: "process command line: error parsing regexp"},
 		{name: "negative delay", opts: Options{Signal: syscall.SIGHUP, ProcessName: "x", CheckDelay: -time.Second},
 			wantErr: "negative"},
 	}
@@ -126,18 +126,18 @@ func TestNotifyFake(t *testing.T) {
 		{
 			name:    "no match by name",
 			opts:    Options{ProcessName: "nginx"}, // only a zombie nginx
-			wantErr: []string{"no process matches ProcessName nginx"},
+			wantErr: []string{"no process named nginx"},
 		},
 		{
 			name:    "no match by cmdline",
 			opts:    Options{ProcessCmdline: "^nginx: master"},
-			wantErr: []string{`no process matches ProcessCmdline "^nginx: master"`},
+			wantErr: []string{`no process whose command line matches "^nginx: master"`},
 		},
 		{
 			name: "does not handle SIGHUP",
 			opts: Options{ProcessName: "myapp"},
 			wantErr: []string{"pid " + strconv.Itoa(fakeBase+2) +
-				" (myapp) does not handle SIGHUP and would be terminated by it: not sent (use Force to send anyway)"},
+				" (myapp) does not handle SIGHUP and would be terminated by it: not sent"},
 		},
 		{
 			name:    "core dump counts as terminated",
@@ -147,17 +147,20 @@ func TestNotifyFake(t *testing.T) {
 		{
 			name:    "stop signal",
 			opts:    Options{ProcessName: "myapp", Signal: syscall.SIGTSTP},
-			wantErr: []string{"does not handle SIGTSTP and would be stopped by it: not sent", "Force"},
+			wantErr: []string{"does not handle SIGTSTP and would be stopped by it: not sent"},
+			wantIs:  ErrNotSent,
 		},
 		{
 			name:    "default ignore is discarded",
 			opts:    Options{ProcessName: "myapp", Signal: syscall.SIGWINCH},
-			wantErr: []string{"does not handle SIGWINCH and would discard it: not sent", "Force"},
+			wantErr: []string{"does not handle SIGWINCH and would discard it: not sent"},
+			wantIs:  ErrNotSent,
 		},
 		{
 			name:    "ignored",
 			opts:    Options{ProcessName: "nohup-app"},
-			wantErr: []string{"(nohup-app) ignores SIGHUP: not sent", "Force"},
+			wantErr: []string{"(nohup-app) ignores SIGHUP, so it would have no effect: not sent"},
+			wantIs:  ErrNotSent,
 		},
 		{
 			name:    "every target is reported",
@@ -173,7 +176,7 @@ func TestNotifyFake(t *testing.T) {
 		{
 			name:    "pid file missing",
 			opts:    Options{PIDFile: filepath.Join(dir, "missing.pid")},
-			wantErr: []string{"read PIDFile: open " + filepath.Join(dir, "missing.pid")},
+			wantErr: []string{"read pid file: open " + filepath.Join(dir, "missing.pid")},
 			wantIs:  fs.ErrNotExist,
 		},
 		{
@@ -194,13 +197,13 @@ func TestNotifyFake(t *testing.T) {
 		{
 			name:    "pid file with no such process",
 			opts:    Options{PIDFile: pidFile(pid(99))},
-			wantErr: []string{"pid " + strconv.Itoa(fakeBase+99) + " from PIDFile", "no such process"},
+			wantErr: []string{"pid " + strconv.Itoa(fakeBase+99) + " from pid file", "no such process"},
 			wantIs:  syscall.ESRCH,
 		},
 		{
 			name:    "pid file names a zombie",
 			opts:    Options{PIDFile: pidFile(pid(4))},
-			wantErr: []string{"(nginx) from PIDFile", "has exited"},
+			wantErr: []string{"(nginx) from pid file", "has exited"},
 			wantIs:  syscall.ESRCH,
 		},
 		{
@@ -211,7 +214,7 @@ func TestNotifyFake(t *testing.T) {
 		{
 			name:    "pid file and name disagree",
 			opts:    Options{PIDFile: pidFile(pid(2)), ProcessName: "nginx"},
-			wantErr: []string{"(myapp) from PIDFile", "does not match ProcessName nginx"},
+			wantErr: []string{"(myapp) from pid file", "is not a process named nginx"},
 		},
 		{
 			name:    "pid file target does not handle",

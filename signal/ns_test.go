@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/notifier"
 )
 
 // TestNamespace runs the tests that signal real processes in a fresh PID
@@ -79,7 +80,7 @@ func TestNamespace(t *testing.T) {
 		}
 		n := h.notifier(t, Options{ProcessName: name})
 		err = n.Notify(t.Context())
-		want := fmt.Sprintf("pid %d (sleep) does not handle SIGHUP and would be terminated by it: not sent (use Force to send anyway)", pid)
+		want := fmt.Sprintf("pid %d (sleep) does not handle SIGHUP and would be terminated by it: not sent", pid)
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
@@ -117,7 +118,7 @@ func TestNamespace(t *testing.T) {
 		sh, _ := h.startTrap(t, marker, "", nil)
 		n := h.notifier(t, Options{ProcessCmdline: marker + ";"})
 		err := n.Notify(t.Context())
-		want := fmt.Sprintf("pid %d (sh) ignores SIGHUP: not sent, it would have no effect (use Force to send anyway)", sh.Process.Pid)
+		want := fmt.Sprintf("pid %d (sh) ignores SIGHUP, so it would have no effect: not sent", sh.Process.Pid)
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
@@ -174,10 +175,9 @@ func TestNamespace(t *testing.T) {
 		n := h.notifier(t, Options{ProcessName: name, ConfirmTimeout: timeout})
 		start := time.Now()
 		err := n.Notify(t.Context())
-		want := fmt.Sprintf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log "+
-			"(if it keeps them on a good reload too, set ConfirmTimeout=0)", h.read(t, m.Process.Pid))
-		if err == nil || err.Error() != want {
-			t.Fatalf("Notify = %v, want %q", err, want)
+		want := fmt.Sprintf("signal delivered but %s kept its workers: the new config was probably refused; see the app's log", h.read(t, m.Process.Pid))
+		if err == nil || err.Error() != want || !errors.Is(err, notifier.ErrUnconfirmed) {
+			t.Fatalf("Notify = %v, want %q, a notifier.ErrUnconfirmed", err, want)
 		}
 		if d := time.Since(start); d < timeout {
 			t.Errorf("gave up after %v, before the confirm timeout %v", d, timeout)
@@ -203,7 +203,7 @@ func TestNamespace(t *testing.T) {
 		name := h.unique("none")
 		n := h.notifier(t, Options{ProcessName: name})
 		err := n.Notify(t.Context())
-		if want := "no process matches ProcessName " + name; err == nil || err.Error() != want {
+		if want := "no process named " + name; err == nil || err.Error() != want || !errors.Is(err, ErrNoProcess) {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
 	})
@@ -235,7 +235,7 @@ func TestNamespace(t *testing.T) {
 		// The app is gone and left its pid file behind.
 		h.stop(b)
 		err := n.Notify(t.Context())
-		if !errors.Is(err, syscall.ESRCH) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d from PIDFile", b.Process.Pid)) {
+		if !errors.Is(err, syscall.ESRCH) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d from pid file", b.Process.Pid)) {
 			t.Fatalf("Notify with stale pid file = %v, want ESRCH naming pid %d", err, b.Process.Pid)
 		}
 	})

@@ -10,8 +10,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/hotreload/hotreload/notifier"
 )
 
 // The real-time signals as the C library numbers them: glibc and musl keep
@@ -41,14 +39,15 @@ var aliases = map[string]syscall.Signal{"IOT": syscall.SIGABRT, "CLD": syscall.S
 // in any case ("SIGHUP", "HUP", "hup"), a number ("1"), or a real-time
 // signal ("SIGRTMIN+3", "RTMAX-1"). It rejects signals that cannot make a
 // process reload: 0, SIGKILL, SIGSTOP, and 32 and 33, which the C library
-// reserves for itself.
+// reserves for itself. Its error says what is wrong with s, and leaves it
+// to the caller to name s.
 func Parse(s string) (syscall.Signal, error) {
 	sig, err := parse(strings.TrimSpace(s))
 	if err == nil {
 		err = validate(sig)
 	}
 	if err != nil {
-		return 0, notifier.NewOptionError("{Signal} %q: %w", s, err)
+		return 0, err
 	}
 	return sig, nil
 }

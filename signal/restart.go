@@ -152,15 +152,10 @@ func (r *Restarter) stop(ctx context.Context) (Process, error) {
 func (r *Restarter) find() (Process, error) {
 	procs, err := r.n.find()
 	if err != nil {
-		if r.n.pidFile == "" {
-			if all, lerr := ListProcesses(r.n.procRoot); lerr == nil && len(r.n.sel.Select(all, r.n.self)) == 0 {
-				return Process{}, fmt.Errorf("%w: is the app's container running, and does the pod set shareProcessNamespace: true?", err)
-			}
-		}
-		return Process{}, err
+		return Process{}, err // ErrNoProcess: the caller's hint says shareProcessNamespace: true
 	}
 	if len(procs) > 1 {
-		return Process{}, fmt.Errorf("%d processes match %s: a restart needs the app's main process alone; name it by its command line or a pid file", len(procs), r.n.sel)
+		return Process{}, fmt.Errorf("%d processes %s: a restart needs the app's main process alone; name it by its command line or a pid file", len(procs), r.n.sel)
 	}
 	p := procs[0]
 	if p.PID == 1 {

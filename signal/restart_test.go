@@ -297,9 +297,9 @@ func TestRestart(t *testing.T) {
 	t.Run("no process", func(t *testing.T) {
 		name := h.unique("none")
 		err := restarter(t, RestartOptions{ProcessName: name}).Notify(t.Context())
-		want := "no process matches ProcessName " + name + ": is the app's container running, and does the pod set shareProcessNamespace: true?"
-		if err == nil || err.Error() != want || errors.Is(err, notifier.ErrRefused) {
-			t.Fatalf("Notify = %v, want %q, not a refusal", err, want)
+		want := "no process named " + name
+		if err == nil || err.Error() != want || !errors.Is(err, ErrNoProcess) || errors.Is(err, notifier.ErrRefused) {
+			t.Fatalf("Notify = %v, want %q, an ErrNoProcess (whose hint says shareProcessNamespace: true), not a refusal", err, want)
 		}
 	})
 
@@ -308,7 +308,7 @@ func TestRestart(t *testing.T) {
 		h.startSleep(t, name)
 		h.startSleep(t, name)
 		err := restarter(t, RestartOptions{ProcessName: name}).Notify(t.Context())
-		want := "2 processes match ProcessName " + name + ": a restart needs the app's main process alone; name it by its command line or a pid file"
+		want := "2 processes named " + name + ": a restart needs the app's main process alone; name it by its command line or a pid file"
 		if err == nil || err.Error() != want {
 			t.Fatalf("Notify = %v, want %q", err, want)
 		}
@@ -357,7 +357,7 @@ func TestNewRestarter(t *testing.T) {
 	}{
 		{RestartOptions{}, "a restart needs the app's main process: a process name, command line or pid file"},
 		{RestartOptions{ProcessName: "a", Grace: -1}, "restart grace period -1ns: must not be negative"},
-		{RestartOptions{ProcessCmdline: "("}, "ProcessCmdline: error parsing regexp"},
+		{RestartOptions{ProcessCmdline: "("}, "process command line: error parsing regexp"},
 	} {
 		if _, err := NewRestarter(tt.opts); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("NewRestarter(%+v) = %v, want %q", tt.opts, err, tt.want)

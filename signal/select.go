@@ -3,11 +3,10 @@
 package signal
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
-
-	"github.com/hotreload/hotreload/notifier"
 )
 
 // Selector chooses the processes to signal. A process must match every
@@ -57,30 +56,20 @@ func (s Selector) Select(procs []Process, self int) []Process {
 	return out
 }
 
-// String describes the selector by the fields of Options that set it, for
-// error messages: `ProcessName nginx and ProcessCmdline "^nginx: master"`.
+// String describes the processes the selector matches, for messages:
+// `named nginx whose command line matches "^nginx: master"`.
 func (s Selector) String() string {
-	f, args := s.describe()
-	return notifier.NewOptionError(f, args...).Error()
-}
-
-// describe returns the selector's description as a format for
-// notifier.NewOptionError and its arguments, so that the options are named
-// as the caller names them.
-func (s Selector) describe() (format string, args []any) {
 	var parts []string
 	if s.Name != "" {
-		parts = append(parts, "{ProcessName} %s")
-		args = append(args, s.Name)
+		parts = append(parts, "named "+s.Name)
 	}
 	if s.Cmdline != nil {
-		parts = append(parts, "{ProcessCmdline} %q")
-		args = append(args, s.Cmdline.String())
+		parts = append(parts, fmt.Sprintf("whose command line matches %q", s.Cmdline.String()))
 	}
 	if len(parts) == 0 {
-		return "any process", nil
+		return "of any kind"
 	}
-	return strings.Join(parts, " and "), args
+	return strings.Join(parts, " ")
 }
 
 // MatchName reports whether p is known by name, which is:

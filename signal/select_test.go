@@ -169,10 +169,10 @@ func TestSelectorString(t *testing.T) {
 		sel  Selector
 		want string
 	}{
-		{Selector{Name: "nginx"}, "ProcessName nginx"},
-		{Selector{Cmdline: regexp.MustCompile(`^nginx: master`)}, `ProcessCmdline "^nginx: master"`},
-		{Selector{Name: "nginx", Cmdline: regexp.MustCompile(`x`)}, `ProcessName nginx and ProcessCmdline "x"`},
-		{Selector{}, "any process"},
+		{Selector{Name: "nginx"}, "named nginx"},
+		{Selector{Cmdline: regexp.MustCompile(`^nginx: master`)}, `whose command line matches "^nginx: master"`},
+		{Selector{Name: "nginx", Cmdline: regexp.MustCompile(`x`)}, `named nginx whose command line matches "x"`},
+		{Selector{}, "of any kind"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

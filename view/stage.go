@@ -2,6 +2,7 @@ package view
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +57,12 @@ type Options struct {
 	VolumeDirs []string
 	// Lookup reads a variable for Expand; nil means os.LookupEnv.
 	Lookup func(string) (string, bool)
+	// Key, if set, names the revision of a view with no rollout by an
+	// HMAC of its content (hotreload's --content-key-file). Without it, a
+	// ConfigMap's is named by a hash of its content, and a Secret's is not
+	// named at all: a short secret is found from a plain hash by trying
+	// every value (see reloader/value.go).
+	Key []byte
 }
 
 // Status is what a view reports.
@@ -86,6 +94,7 @@ type Stage struct {
 	deps        map[string][]*view // watched directory -> views that read it
 	annDir      string
 	lookup      func(string) (string, bool)
+	key         []byte
 	m           *metrics
 
 	out    chan watcher.Change
@@ -169,6 +178,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Stage, er
 		passthrough: map[string]bool{},
 		deps:        map[string][]*view{},
 		lookup:      opts.Lookup,
+		key:         opts.Key,
 		m:           newMetrics(reg),
 		out:         make(chan watcher.Change),
 		wake:        make(chan struct{}, 1),
@@ -433,7 +443,7 @@ func (s *Stage) update(v *view) []watcher.Change {
 	sum := vol.Sum()
 	rev := c.Revision
 	if rev == "" {
-		rev = shortHex(contentKey(sum))
+		rev = s.contentName(v.cfg.Ref, sum)
 	}
 	if v.refused != nil && v.refused.sum == sum && v.refused.want == want {
 		return nil // refused: not again until the content or the annotation changes
@@ -562,7 +572,8 @@ func (s *Stage) commitLocked(v *view) {
 }
 
 // Refused is the reloader's hook for a failed attempt to deliver content
-// (directory or ref -> hash). When err is a refusal (notifier.ErrRefused),
+// (directory or ref -> hash). When err is a refusal (notifier.ErrRefused,
+// or notifier.ErrUnconfirmed: a signalled master kept its workers),
 // every view whose current version is in content and was not delivered
 // before is put back to its last-known-good version, reported rejected and
 // counted, and its revision is not written again until the content or the
@@ -570,10 +581,15 @@ func (s *Stage) commitLocked(v *view) {
 // retrying: the Change of the version put back follows. Otherwise it
 // returns false and the reloader retries as it would.
 func (s *Stage) Refused(err error, content map[string][32]byte) bool {
-	if !errors.Is(err, notifier.ErrRefused) {
+	if !errors.Is(err, notifier.ErrRefused) && !errors.Is(err, notifier.ErrUnconfirmed) {
 		return false
 	}
-	reason, _ := notifier.RefusedReason(err)
+	reason, ok := notifier.RefusedReason(err)
+	if !ok {
+		// An unconfirmed signal: "signal delivered but pid 12 (nginx)
+		// kept its workers", without the advice that follows.
+		reason, _, _ = strings.Cut(err.Error(), ":")
+	}
 	s.mu.Lock()
 	handled := false
 	for _, v := range s.views {
@@ -719,6 +735,35 @@ func (s *Stage) warn(msg string, err error) {
 func readVolume(dir string) volRead {
 	v, err := revision.ReadVolume(dir)
 	return volRead{vol: v, err: err}
+}
+
+// contentName names content with sum, for a view with no rollout: see
+// Options.Key.
+func (s *Stage) contentName(ref Ref, sum [32]byte) string {
+	switch {
+	case s.key != nil:
+		m := hmac.New(sha256.New, s.key)
+		m.Write([]byte("hotreload view revision\x00"))
+		m.Write(sum[:])
+		return hex.EncodeToString(m.Sum(nil)[:6])
+	case ref.Kind == "secret":
+		return ""
+	}
+	return shortHex(contentKey(sum))
+}
+
+// Sensitive reports, for a key the Stage sends the reloader, whether its
+// content value may let someone learn Secret data (a view of a Secret;
+// never a ref with no volume, whose hash is of a revision's name), and
+// whether key is one of the Stage's at all. It completes the reloader's
+// Options.Sensitive.
+func (s *Stage) Sensitive(key string) (sensitive, ok bool) {
+	for _, v := range s.views {
+		if v.key == key {
+			return v.dir != nil && v.cfg.Ref.Kind == "secret", true
+		}
+	}
+	return false, false
 }
 
 // contentKey is the reloader's hash of a view whose content has the

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -568,5 +569,69 @@ func TestParseConfig(t *testing.T) {
 		if _, err := ParseConfig(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseConfig(%q) = %v, want %q", in, err, want)
 		}
+	}
+}
+
+// TestRevisionNames: a view with no rollout names its content by a hash
+// of it for a ConfigMap, by an HMAC with the key when there is one, and
+// not at all for a Secret without a key; a Secret view is sensitive to the
+// reloader, a ref with no volume never.
+func TestRevisionNames(t *testing.T) {
+	for _, tt := range []struct {
+		kind string
+		key  []byte
+		want func(string) bool
+	}{
+		{"configmap", nil, func(r string) bool { return r == nameOf("a", "1") }},
+		{"secret", nil, func(r string) bool { return r == "" }},
+		{"secret", bytes.Repeat([]byte{7}, 32), func(r string) bool { return len(r) == 12 && r != nameOf("a", "1") }},
+	} {
+		t.Run(fmt.Sprintf("%s key=%v", tt.kind, tt.key != nil), func(t *testing.T) {
+			s := &Stage{key: tt.key}
+			if got := s.contentName(Ref{tt.kind, "x"}, hashSum("a", "1")); !tt.want(got) {
+				t.Errorf("revision %q", got)
+			}
+		})
+	}
+	s, err := New(nil, prometheus.NewRegistry(), Options{Annotations: filepath.Join(t.TempDir(), "pod", "annotations"), Views: []Config{
+		{Ref: Ref{"secret", "s"}, Source: "/s", Dir: filepath.Join(t.TempDir(), "s")},
+		{Ref: Ref{"configmap", "c"}, Source: "/c", Dir: filepath.Join(t.TempDir(), "c")},
+		{Ref: Ref{"secret", "env"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string][2]bool{s.views[0].key: {true, true}, s.views[1].key: {false, true}, "secret/env": {false, true}, "/etc/other": {false, false}} {
+		if sens, ok := s.Sensitive(key); sens != want[0] || ok != want[1] {
+			t.Errorf("Sensitive(%s) = %v, %v, want %v", key, sens, ok, want)
+		}
+	}
+}
+
+func hashSum(pathsAndData ...string) [32]byte {
+	var fs []revision.File
+	for i := 0; i < len(pathsAndData); i += 2 {
+		fs = append(fs, revision.File{Path: pathsAndData[i], Data: []byte(pathsAndData[i+1])})
+	}
+	return revision.Sum(fs)
+}
+
+// TestUnconfirmedIsARefusal: a signalled master that kept its workers
+// refused the config: the view rolls back, and reports what the master did.
+func TestUnconfirmedIsARefusal(t *testing.T) {
+	h := newHarness(t)
+	h.write(h.source, "nginx.conf", "v1")
+	<-h.in
+	h.start([]Config{h.standalone()}, false)
+	h.s.Delivered(h.dir, hashOf("nginx.conf", "v1"))
+	h.write(h.source, "nginx.conf", "v2")
+	c := h.next()
+	kept := fmt.Errorf("signal delivered but pid 12 (nginx) kept its workers: the new config was probably refused; see the app's log: %w", notifier.ErrUnconfirmed)
+	if !h.s.Refused(kept, map[string][32]byte{h.dir: c.Hash}) {
+		t.Fatal("an unconfirmed signal was not taken as a refusal")
+	}
+	h.wantApp("nginx.conf", "v1")
+	if st := h.wantStatus("", nameOf("nginx.conf", "v1"), Rejected); st.Error != "signal delivered but pid 12 (nginx) kept its workers" {
+		t.Errorf("error %q", st.Error)
 	}
 }

@@ -7,8 +7,10 @@ package main
 // is reloaded as soon as it listens again.
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,16 +29,6 @@ import (
 func changesTotal(p *e2etest.Proc) float64 {
 	v, _ := p.Metric("hotreload_changes_total", nil)
 	return v
-}
-
-// shortHash is the hash of dir as /-/content and the content metric show it.
-func shortHash(t *testing.T, dir string) string {
-	t.Helper()
-	sum, err := watcher.HashDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%x", sum[:6])
 }
 
 // TestChangeWhileNotRunning: with --state-file, a change made while
@@ -109,26 +101,64 @@ func TestChangeWhileNotRunningWithoutStateFile(t *testing.T) {
 	p.Stop()
 }
 
-// TestStateFileCorrupt: a corrupt state file is one warning, is treated as
-// missing (no reload) and is rewritten.
+// TestStateFileCorrupt: a damaged state file is one warning; as it cannot
+// say what the app has, the current content is delivered, and the file
+// rewritten.
 func TestStateFileCorrupt(t *testing.T) {
 	t.Parallel()
 	app := e2etest.NewApp(t)
 	vol := volume(t, e2etest.Payload("key", "v1"))
 	sentinel := volume(t, e2etest.Payload("sentinel", "start"))
 	state := filepath.Join(t.TempDir(), "state.json")
-	if err := os.WriteFile(state, []byte("{not json"), 0o644); err != nil {
+	if err := os.WriteFile(state, []byte(`{"version":1,"volumes":{"`+vol.Dir+`":{"x":{"hash":"3f2a`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := start(t, app, []string{vol.Dir, sentinel.Dir}, "--state-file="+state)
-	p.WaitLog(waitFor, "level=warn", "cannot read the state file, treating it as missing and rewriting it")
+	p.WaitLog(waitFor, "level=warn", "cannot read the state file, so what the app has is not known: delivering the current content")
+	app.WaitCount(1, waitFor)
 	e2etest.Settle(t, p, app, sentinel)
-	if got := app.Count(); got != 1 {
-		t.Errorf("requests = %d, want 1 (the sentinel's): %s", got, app)
+	if got := app.Count(); got != 2 {
+		t.Errorf("requests = %d, want 2 (the current content, then the sentinel's): %s", got, app)
 	}
 	b, err := os.ReadFile(state)
 	if err != nil || !json.Valid(b) || !strings.Contains(string(b), strconv.Quote(vol.Dir)) {
 		t.Errorf("state file after start = %q, %v; want it rewritten with %s", b, err, vol.Dir)
+	}
+	p.Stop()
+}
+
+// TestStateFileNotOurs: a --state-file that names a file hotreload did not
+// write (here, the app's own config on a shared emptyDir) is refused at
+// start in one line, and left as it was.
+func TestStateFileNotOurs(t *testing.T) {
+	t.Parallel()
+	vol := volume(t, e2etest.Payload("key", "v1"))
+	conf := filepath.Join(t.TempDir(), "nginx.conf")
+	if err := os.WriteFile(conf, []byte("events {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e2etest.Run(t, waitFor, "--volume-dir="+vol.Dir, "--webhook-url=http://127.0.0.1:1/-/reload", "--state-file="+conf)
+	want := "hotreload: error: --state-file " + conf + ": exists and was not written by hotreload: refusing to replace it; give a file of its own, on an emptyDir\n"
+	if r.Code != 2 || r.Stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", r.Code, r.Stderr, want)
+	}
+	if b, _ := os.ReadFile(conf); string(b) != "events {}\n" {
+		t.Errorf("nginx.conf = %q, want it untouched", b)
+	}
+}
+
+// TestStateFileShared: a second hotreload given the state file of a running
+// one is refused in one line, instead of each losing the other's records.
+func TestStateFileShared(t *testing.T) {
+	t.Parallel()
+	app := e2etest.NewApp(t)
+	vol := volume(t, e2etest.Payload("key", "v1"))
+	state := filepath.Join(t.TempDir(), "state.json")
+	p := start(t, app, []string{vol.Dir}, "--state-file="+state)
+	r := e2etest.Run(t, waitFor, "--volume-dir="+vol.Dir, "--webhook-url="+app.URL("/-/reload"), "--state-file="+state, "--web.listen-address=127.0.0.1:0")
+	want := "hotreload: error: --state-file " + state + ": in use by another hotreload, which holds " + state + ".lock: give each hotreload a state file of its own\n"
+	if r.Code != 2 || r.Stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", r.Code, r.Stderr, want)
 	}
 	p.Stop()
 }
@@ -185,16 +215,35 @@ func TestFirstBurstEndsOnStartupContent(t *testing.T) {
 }
 
 // TestContentEndpoint: /-/content and hotreload_volume_content_info show the
-// content the app was last given, one entry per volume.
+// content the app was last given, one entry per volume, as its content
+// value under --content-key-file: the same in two pods with the same key
+// and content, and neither the content hash nor anything of it in the
+// endpoints or the state file.
 func TestContentEndpoint(t *testing.T) {
 	t.Parallel()
 	app := e2etest.NewApp(t)
-	vol := volume(t, e2etest.Payload("key", "v1"))
-	p := start(t, app, []string{vol.Dir})
+	payload := e2etest.Payload("pin", "123456")
+	vol := volume(t, payload)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	key := "c2VjcmV0IGtleSBvZiB0aGlydHktdHdvIGJ5dGVzIQ=="
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	p := start(t, app, []string{vol.Dir}, "--content-key-file="+keyFile, "--state-file="+state)
 
-	check := func(when string) {
+	valueOf := func(dir string) (value, hash string) {
+		sum, err := watcher.HashDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := hmac.New(sha256.New, []byte(key))
+		m.Write(sum[:])
+		return hex.EncodeToString(m.Sum(nil))[:12], hex.EncodeToString(sum[:])
+	}
+	check := func(p *e2etest.Proc, dir, when string) string {
 		t.Helper()
-		want := shortHash(t, vol.Dir)
+		want, hash := valueOf(dir)
 		var got struct {
 			Volumes []struct {
 				Dir         string    `json:"dir"`
@@ -202,14 +251,17 @@ func TestContentEndpoint(t *testing.T) {
 				DeliveredAt time.Time `json:"delivered_at"`
 			} `json:"volumes"`
 		}
+		var body string
 		e2etest.Eventually(t, waitFor, func() bool {
-			code, body, err := p.Get("/-/content")
+			var code int
+			var err error
+			code, body, err = p.Get("/-/content")
 			if err != nil || code != 200 || json.Unmarshal([]byte(body), &got) != nil {
 				return false
 			}
 			return len(got.Volumes) == 1 && got.Volumes[0].Hash == want
-		}, "%s: /-/content = %+v, want %s with hash %s", when, got, vol.Dir, want)
-		if got.Volumes[0].Dir != vol.Dir || got.Volumes[0].DeliveredAt.IsZero() {
+		}, "%s: /-/content = %+v, want %s with hash %s", when, got, dir, want)
+		if got.Volumes[0].Dir != dir || got.Volumes[0].DeliveredAt.IsZero() {
 			t.Errorf("%s: /-/content = %+v", when, got)
 		}
 		mfs := p.Scrape()
@@ -217,16 +269,38 @@ func TestContentEndpoint(t *testing.T) {
 		if len(series) != 1 {
 			t.Fatalf("%s: %d series of hotreload_volume_content_info, want 1", when, len(series))
 		}
-		if v, ok := binary.Value(mfs, "hotreload_volume_content_info", map[string]string{"dir": vol.Dir, "hash": want}); !ok || v != 1 {
-			t.Errorf("%s: hotreload_volume_content_info{dir=%q,hash=%q} = %v, %v; want 1", when, vol.Dir, want, v, ok)
+		if v, ok := binary.Value(mfs, "hotreload_volume_content_info", map[string]string{"dir": dir, "hash": want}); !ok || v != 1 {
+			t.Errorf("%s: hotreload_volume_content_info{dir=%q,hash=%q} = %v, %v; want 1", when, dir, want, v, ok)
 		}
+		_, metrics, _ := p.Get("/metrics")
+		for what, text := range map[string]string{"/-/content": body, "/metrics": metrics} {
+			if strings.Contains(text, hash[:12]) {
+				t.Errorf("%s: %s shows the content hash %s", when, what, hash[:12])
+			}
+		}
+		return want
 	}
-	check("at start")
+	first := check(p, vol.Dir, "at start")
+
+	// Another pod of the workload, with the same content and key, shows
+	// the same value.
+	other := volume(t, payload)
+	p2 := start(t, app, []string{other.Dir}, "--content-key-file="+keyFile)
+	if got := check(p2, other.Dir, "another pod"); got != first {
+		t.Errorf("another pod with the same content and key shows %s, want %s", got, first)
+	}
+	p2.Stop()
+
 	t0 := time.Now()
-	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
+	e2etest.Write(t, vol, true, e2etest.Payload("pin", "654321"))
 	app.WaitAfter(t0, waitFor)
-	check("after a reload")
+	check(p, vol.Dir, "after a reload")
 	p.Stop()
+	b, err := os.ReadFile(state)
+	_, hash := valueOf(vol.Dir)
+	if err != nil || strings.Contains(string(b), hash[:12]) {
+		t.Errorf("state file %v:\n%s\nholds the content hash %s", err, b, hash[:12])
+	}
 }
 
 // TestAppBackIsReloadedAtOnce: an app that refused connections is reloaded

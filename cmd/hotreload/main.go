@@ -54,30 +54,47 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	key, err := config.ContentKey(cfg)
+	if err != nil {
+		return badInput(stderr, err)
+	}
 	state, err := config.OpenStateFile(cfg)
 	if err != nil {
 		return badInput(stderr, err)
 	}
-	views, err := config.NewViews(logger, reg, cfg)
+	if state != nil {
+		defer state.Close()
+	}
+	views, err := config.NewViews(logger, reg, cfg, key)
 	if err != nil {
 		return badInput(stderr, err)
 	}
 	opts := reloader.Options{
-		Debounce:      cfg.Debounce,
-		Retries:       cfg.Retries,
-		Backoff:       notifier.Backoff{Max: cfg.MaxBackoff},
-		RetryInterval: cfg.ResyncInterval,
-		ProbeInterval: cfg.ProbeInterval,
-		ReloadOnStart: cfg.ReloadOnStart,
-		ShutdownGrace: cfg.ShutdownGrace,
-		Initial:       w.Initial,
-		State:         state,
+		Debounce:       cfg.Debounce,
+		Retries:        cfg.Retries,
+		Backoff:        notifier.Backoff{Max: cfg.MaxBackoff},
+		RefusedBackoff: notifier.Backoff{Max: cfg.RefusedMaxBackoff},
+		RetryInterval:  cfg.ResyncInterval,
+		ProbeInterval:  cfg.ProbeInterval,
+		ReloadOnStart:  cfg.ReloadOnStart,
+		ShutdownGrace:  cfg.ShutdownGrace,
+		Initial:        w.Initial,
+		State:          state,
+		Hint:           cfg.Hint,
+		Key:            key,
+		Sensitive:      config.MayHoldSecret,
 	}
 	changes, viewStatus := w.Changes(), (func() []web.View)(nil)
 	if views != nil {
 		// The views sit between the watcher and the reloader: they write
 		// the app's directories, and the reloader delivers those.
 		opts.Initial, opts.Delivered, opts.Refused = views.Initial, views.Delivered, views.Refused
+		opts.Sensitive = func(dir string) bool {
+			if s, ok := views.Sensitive(dir); ok {
+				return s
+			}
+			return config.MayHoldSecret(dir)
+		}
 		changes, viewStatus = views.Changes(), func() []web.View { return webViews(views.Views()) }
 	}
 	r := reloader.New(logger, reg, targets, opts)
@@ -86,7 +103,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, ready, func() []web.Volume {
 		var vols []web.Volume
 		for _, d := range r.Content() {
-			vols = append(vols, web.Volume{Dir: d.Dir, Hash: reloader.ShortHash(d.Hash), DeliveredAt: d.At})
+			vols = append(vols, web.Volume{Dir: d.Dir, Hash: d.Value, DeliveredAt: d.At})
 		}
 		return vols
 	}, viewStatus))

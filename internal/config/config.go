@@ -1,10 +1,10 @@
 // Package config holds hotreload's command line: every flag, its environment
 // variable, and the checks that turn a bad command line into one clear line.
-// Parse reads the flags; NewTargets builds the targets they describe and
-// names, in every error of the notifier, signal and reloader packages, the
-// flag behind an option (see Explain). The binary and the tests that check
-// the shipped manifests share it, so a manifest is parsed exactly as the
-// binary would parse it.
+// Parse reads the flags; NewTargets, NewWatcher and OpenStateFile check the
+// flags of a part and build it, so that every error names its flag; Hint
+// turns the error of a failed reload into advice about the flags. The
+// binary and the tests that check the shipped manifests share it, so a
+// manifest is parsed exactly as the binary would parse it.
 package config
 
 import (
@@ -24,6 +24,8 @@ import (
 
 // Config is hotreload's whole configuration.
 type Config struct {
+	pid int // hotreload's pid, for Hint; 0 means os.Getpid()
+
 	VolumeDirs     []string
 	Debounce       time.Duration
 	ResyncInterval time.Duration
@@ -31,13 +33,16 @@ type Config struct {
 	Poll           bool
 	ReloadOnStart  bool
 	StateFile      string        // --state-file; "" means none
+	ContentKeyFile string        // --content-key-file; "" means none
 	ProbeInterval  time.Duration // --webhook-probe-interval (hidden); 0 never probes
 
-	Webhook       notifier.WebhookOptions // the options every --webhook-url shares
-	WebhookURLs   []string
-	Retries       int
-	MaxBackoff    time.Duration
-	ShutdownGrace time.Duration
+	Webhook     notifier.WebhookOptions // the options every --webhook-url shares
+	WebhookURLs []string
+	Retries     int
+	MaxBackoff  time.Duration
+	// RefusedMaxBackoff bounds the backoff after the app refused a reload.
+	RefusedMaxBackoff time.Duration
+	ShutdownGrace     time.Duration
 
 	Signal SignalConfig
 	Fleet  FleetConfig // --view, --pod-annotations, --restart-container
@@ -89,6 +94,9 @@ func (c *Config) Register(app *kingpin.Application) {
 	flag("state-file", "File that records the content last delivered to each target, so that a change made while hotreload was not running (a restart, a crash) is reloaded at start. Put it on an emptyDir.").
 		PlaceHolder("FILE").SetValue(nonEmptyValue{"state-file", &c.StateFile, "a file on an emptyDir, such as /var/run/hotreload/state.json"})
 
+	flag("content-key-file", "File holding the key of the content values (at least 32 random bytes, from a Secret that the pods of a workload share): hotreload_volume_content_info, /-/content and the state file show HMAC-SHA256(key, content hash). Without it, a Secret volume (any volume on tmpfs) shows none.").
+		PlaceHolder("FILE").SetValue(nonEmptyValue{"content-key-file", &c.ContentKeyFile, "a file in a Secret volume, such as /etc/hotreload/key/key"})
+
 	// HTTP targets.
 	flag("webhook-url", "URL to call to reload the app; basic auth from its user info. Repeatable: each URL is its own target.").
 		PlaceHolder("URL").StringsVar(&c.WebhookURLs)
@@ -99,9 +107,10 @@ func (c *Config) Register(app *kingpin.Application) {
 	count("webhook-retries", "Attempts per change (as configmap-reload counts them); 0 retries until the reload succeeds.", "0", &c.Retries)
 	duration("webhook-timeout", "Timeout of one reload request.", "30s", &c.Webhook.Timeout)
 	// Hidden: benchmarks compare with the probe turned off.
-	duration("webhook-probe-interval", "After a refused connection, check this often with a TCP connect whether the app listens again, and retry at once when it does; 0 turns it off.", "200ms", &c.ProbeInterval)
+	duration("webhook-probe-interval", "After a refused connection, check this often with a TCP connect whether the app listens again, and retry at once when it does; 0 turns it off.", defaultProbeInterval.String(), &c.ProbeInterval)
 	app.GetFlag("webhook-probe-interval").Hidden()
 	duration("webhook-max-backoff", "Longest wait between two attempts; retries back off exponentially, with jitter, up to this.", "5s", &c.MaxBackoff)
+	duration("webhook-refused-max-backoff", "Longest wait between two attempts when the app refused the reload (it answered with an error status, such as Prometheus's 500 for an invalid config): the same config is tried again this rarely, and the next change at once.", "5m", &c.RefusedMaxBackoff)
 	flag("webhook-header", `Header to send, as "Name: value". Repeatable.`).
 		PlaceHolder("HEADER").StringsVar(&c.Webhook.Headers)
 	flag("webhook-bearer-token-file", "File holding a bearer token, read at every request so a rotated token works.").
@@ -126,7 +135,7 @@ func (c *Config) Register(app *kingpin.Application) {
 		PlaceHolder("FILE").StringVar(&c.Signal.PIDFile)
 	flag("signal-force", "Send the signal even if the target does not handle it and would be terminated by it.").
 		SetValue(boolValue{"signal-force", &c.Signal.Force})
-	duration("signal-confirm-timeout", "After signalling a process that has children (nginx's workers), wait up to this long for it to replace them, as a reload that took does; 0 does not check.", "5s", &c.Signal.ConfirmTimeout)
+	duration("signal-confirm-timeout", "After signalling a process that has children (nginx's workers), wait up to this long for it to replace them, as a reload that took does; 0 does not check.", defaultConfirmTimeout.String(), &c.Signal.ConfirmTimeout)
 
 	// Views and in-place restarts.
 	c.registerFleet(flag, duration)
@@ -142,7 +151,7 @@ func (c *Config) Register(app *kingpin.Application) {
 	flag("web.listen-address", "Address to serve metrics and health endpoints on.").
 		Default(":9533").StringVar(&c.ListenAddress)
 	flag("web.config.file", "File that turns on TLS and basic auth for the metrics and health endpoints, in the format of the Prometheus exporter-toolkit (tls_server_config, basic_auth_users); read again at every connection.").
-		PlaceHolder("FILE").StringVar(&c.WebConfigFile)
+		PlaceHolder("FILE").SetValue(nonEmptyValue{"web.config.file", &c.WebConfigFile, "a file in the exporter-toolkit format"})
 	flag("web.telemetry-path", "Path of the metrics endpoint.").
 		Default("/metrics").StringVar(&c.TelemetryPath)
 	enum("log.level", "Log level: debug, info, warn or error.", "info", &c.LogLevel, []string{"debug", "info", "warn", "error"})
@@ -199,5 +208,19 @@ func (c *Config) check() error {
 	if s := c.Signal; s.Signal == "" && !c.Fleet.RestartContainer && (s.ProcessName != "" || s.ProcessCmdline != "" || s.PIDFile != "" || s.Force) {
 		return errors.New("--process-name, --process-cmdline, --pid-file and --signal-force need --signal (or --restart-container)")
 	}
+	// A value other than the default of a flag whose target is not there
+	// was meant for something and would do nothing.
+	if c.Signal.Signal == "" && c.Signal.ConfirmTimeout != defaultConfirmTimeout {
+		return fmt.Errorf("--signal-confirm-timeout %s: needs --signal", c.Signal.ConfirmTimeout)
+	}
+	if len(c.WebhookURLs) == 0 && c.ProbeInterval != defaultProbeInterval {
+		return fmt.Errorf("--webhook-probe-interval %s: needs --webhook-url", c.ProbeInterval)
+	}
 	return c.checkFleet()
 }
+
+// Defaults of the flags that check() compares with.
+const (
+	defaultConfirmTimeout = 5 * time.Second
+	defaultProbeInterval  = 200 * time.Millisecond
+)

@@ -49,6 +49,7 @@ func TestDefaults(t *testing.T) {
 		{"retries", c.Retries, 0},
 		{"timeout", c.Webhook.Timeout, 30 * time.Second},
 		{"max backoff", c.MaxBackoff, 5 * time.Second},
+		{"refused max backoff", c.RefusedMaxBackoff, 5 * time.Minute},
 		{"listen", c.ListenAddress, ":9533"},
 		{"telemetry", c.TelemetryPath, "/metrics"},
 		{"reload on start", c.ReloadOnStart, false},
@@ -238,6 +239,8 @@ func TestFlagBounds(t *testing.T) {
 	}{
 		{"--webhook-max-backoff=1ns", "--webhook-max-backoff 1ns: must be from 100ms to 10m"},
 		{"--webhook-max-backoff=1h", "--webhook-max-backoff 1h: must be from 100ms to 10m"},
+		{"--webhook-refused-max-backoff=10ms", "--webhook-refused-max-backoff 10ms: must be from 100ms to 1h"},
+		{"--webhook-refused-max-backoff=2h", "--webhook-refused-max-backoff 2h: must be from 100ms to 1h"},
 		{"--resync-interval=1ns", "--resync-interval 1ns: must be 0 (off) or from 1s to 24h"},
 		{"--resync-interval=25h", "--resync-interval 25h: must be 0 (off) or from 1s to 24h"},
 		{"--poll-interval=1ns", "--poll-interval 1ns: must be from 100ms to 1h"},
@@ -275,7 +278,7 @@ func TestFlagBounds(t *testing.T) {
 		args  []string
 		check func(c *Config) bool
 	}{
-		{[]string{"--debounce=0", "--resync-interval=0", "--shutdown-grace=0", "--signal-confirm-timeout=0"}, func(c *Config) bool {
+		{[]string{"--debounce=0", "--resync-interval=0", "--shutdown-grace=0", "--signal=HUP", "--signal-confirm-timeout=0"}, func(c *Config) bool {
 			return c.Debounce == 0 && c.ResyncInterval == 0 && c.ShutdownGrace == 0 && c.Signal.ConfirmTimeout == 0
 		}},
 		{[]string{"--debounce=1ms", "--resync-interval=1s", "--poll-interval=100ms", "--webhook-timeout=100ms", "--webhook-max-backoff=100ms"}, func(c *Config) bool {
@@ -322,5 +325,64 @@ func TestEveryDurationFlagHasBounds(t *testing.T) {
 				t.Errorf("default of --%s: %v", f.Name, err)
 			}
 		}
+	}
+}
+
+// TestBadValuesRefused: values that used to be taken and then did nothing,
+// or something else than asked, are refused in one line naming the flag,
+// given as a flag or through its environment variable.
+func TestBadValuesRefused(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.yml")
+	if err := os.WriteFile(empty, []byte("# nothing yet\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unknown := filepath.Join(dir, "unknown.yml")
+	if err := os.WriteFile(unknown, []byte("tls_server_config:\n  cert_fle: a.pem\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vol := "--volume-dir=/etc/config"
+	url := "--webhook-url=http://127.0.0.1:9090/-/reload"
+	sig := []string{"--signal=HUP", "--process-name=nginx"}
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"port out of range", []string{vol, "--webhook-url=http://127.0.0.1:99999/-/reload"}, nil,
+			`--webhook-url "http://127.0.0.1:99999/-/reload": port 99999: must be from 1 to 65535`},
+		{"port 0", []string{vol, "--webhook-url=http://127.0.0.1:0/-/reload"}, nil,
+			`--webhook-url "http://127.0.0.1:0/-/reload": port 0: must be from 1 to 65535`},
+		{"non-ASCII host", []string{vol, "--webhook-url=http://bücher.example/-/reload"}, nil,
+			`--webhook-url "http://b%C3%BCcher.example/-/reload": host "bücher.example" is not ASCII: give its ASCII form (punycode, xn--...)`},
+		{"non-ASCII host from the environment", []string{vol}, map[string]string{"HOTRELOAD_WEBHOOK_URL": "http://bücher.example/-/reload"},
+			`--webhook-url "http://b%C3%BCcher.example/-/reload": host "bücher.example" is not ASCII: give its ASCII form (punycode, xn--...)`},
+		{"confirm timeout without a signal", []string{vol, url, "--signal-confirm-timeout=10s"}, nil,
+			"--signal-confirm-timeout 10s: needs --signal"},
+		{"confirm timeout without a signal, from the environment", []string{vol, url}, map[string]string{"HOTRELOAD_SIGNAL_CONFIRM_TIMEOUT": "0"},
+			"--signal-confirm-timeout 0s: needs --signal"},
+		{"probe interval without a webhook", append([]string{vol, "--webhook-probe-interval=1s"}, sig...), nil,
+			"--webhook-probe-interval 1s: needs --webhook-url"},
+		{"probe interval without a webhook, from the environment", append([]string{vol}, sig...), map[string]string{"HOTRELOAD_WEBHOOK_PROBE_INTERVAL": "0"},
+			"--webhook-probe-interval 0s: needs --webhook-url"},
+		{"empty web config file name", []string{vol, url, "--web.config.file="}, nil,
+			`--web.config.file "": must not be empty; want a file in the exporter-toolkit format`},
+		{"web config file that sets nothing", []string{vol, url, "--web.config.file=" + empty}, nil,
+			"--web.config.file " + empty + ": sets nothing, so the endpoints would be served as without it: give tls_server_config or basic_auth_users"},
+		{"web config file that sets nothing, from the environment", []string{vol, url}, map[string]string{"HOTRELOAD_WEB_CONFIG_FILE": empty},
+			"--web.config.file " + empty + ": sets nothing, so the endpoints would be served as without it: give tls_server_config or basic_auth_users"},
+		{"web config file with a typo", []string{vol, url, "--web.config.file=" + unknown}, nil,
+			"--web.config.file " + unknown + ": yaml: unmarshal errors: line 2: field cert_fle not found in type web.TLSConfig"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			_, _, err := parseAll(t, tt.args...)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v,\nwant %s", err, tt.want)
+			}
+		})
 	}
 }

@@ -100,13 +100,13 @@ func (c *Config) checkFleet() error {
 	return nil
 }
 
-// NewViews builds the views of c, or returns nil when there is none. Its
-// errors name the flag.
-func NewViews(logger log.Logger, reg prometheus.Registerer, c *Config) (*view.Stage, error) {
+// NewViews builds the views of c, or returns nil when there is none; key
+// is --content-key-file's (see ContentKey). Its errors name the flag.
+func NewViews(logger log.Logger, reg prometheus.Registerer, c *Config, key []byte) (*view.Stage, error) {
 	if len(c.Fleet.Views) == 0 {
 		return nil, nil
 	}
-	s, err := view.New(logger, reg, view.Options{Views: c.Fleet.Views, Annotations: c.Fleet.PodAnnotations, VolumeDirs: c.VolumeDirs})
+	s, err := view.New(logger, reg, view.Options{Views: c.Fleet.Views, Annotations: c.Fleet.PodAnnotations, VolumeDirs: c.VolumeDirs, Key: key})
 	if err != nil {
 		return nil, fmt.Errorf("--view: %w", err)
 	}

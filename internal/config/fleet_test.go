@@ -136,7 +136,7 @@ func TestNewViewsNamesTheFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewViews(nil, nil, c)
+	_, err = NewViews(nil, nil, c, nil)
 	if want := "--view: views configmap/a and configmap/b: dir " + app + "/sub overlaps a directory of configmap/a"; err == nil || err.Error() != want {
 		t.Errorf("NewViews = %v, want %q", err, want)
 	}

@@ -3,18 +3,29 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"regexp"
+
 	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/signal"
 )
 
-// newSignalTarget builds the target of --signal. Its errors name options;
-// NewTargets explains them.
+// newSignalTarget checks the flags of the signal target and builds it.
 func newSignalTarget(s SignalConfig) (notifier.Target, error) {
 	sig, err := signal.Parse(s.Signal)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--signal %q: %w", s.Signal, err)
 	}
-	return signal.New(signal.Options{
+	if s.ProcessName == "" && s.ProcessCmdline == "" && s.PIDFile == "" {
+		return nil, errors.New("one of --process-name, --process-cmdline, --pid-file is required with --signal")
+	}
+	if s.ProcessCmdline != "" {
+		if _, err := regexp.Compile(s.ProcessCmdline); err != nil {
+			return nil, fmt.Errorf("--process-cmdline: %w", err)
+		}
+	}
+	n, err := signal.New(signal.Options{
 		Signal:         sig,
 		ProcessName:    s.ProcessName,
 		ProcessCmdline: s.ProcessCmdline,
@@ -22,12 +33,22 @@ func newSignalTarget(s SignalConfig) (notifier.Target, error) {
 		Force:          s.Force,
 		ConfirmTimeout: s.ConfirmTimeout,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("--signal %s: %w", s.Signal, err)
+	}
+	return n, nil
 }
 
 // newRestartTarget builds the target of --restart-container, which finds
-// the app's process with the flags of the signal target.
+// the app's process with the flags of the signal target; checkFleet has
+// checked that one of them is given.
 func newRestartTarget(s SignalConfig, f FleetConfig) (notifier.Target, error) {
-	return signal.NewRestarter(signal.RestartOptions{
+	if s.ProcessCmdline != "" {
+		if _, err := regexp.Compile(s.ProcessCmdline); err != nil {
+			return nil, fmt.Errorf("--process-cmdline: %w", err)
+		}
+	}
+	r, err := signal.NewRestarter(signal.RestartOptions{
 		ProcessName:    s.ProcessName,
 		ProcessCmdline: s.ProcessCmdline,
 		PIDFile:        s.PIDFile,
@@ -35,4 +56,8 @@ func newRestartTarget(s SignalConfig, f FleetConfig) (notifier.Target, error) {
 		Timeout:        f.RestartTimeout,
 		Settle:         f.RestartSettle,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("--restart-container: %w", err)
+	}
+	return r, nil
 }

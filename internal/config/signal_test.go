@@ -4,7 +4,9 @@ package config
 
 import (
 	"context"
-	"path/filepath"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -29,15 +31,47 @@ func TestSignalErrorsNameFlags(t *testing.T) {
 	}
 }
 
-// A reload's error names the flag too: it is logged for the user.
-func TestSignalReloadErrorNamesFlag(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "app.pid")
-	_, targets, err := parseAll(t, "--volume-dir=/etc/config", "--signal=HUP", "--pid-file="+pidFile)
+// TestSignalReloadHint: the error of a reload that a target built from the
+// flags refuses to send comes with advice naming the flag that sends it.
+func TestSignalReloadHint(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatalf("no sleep(1): %v", err)
+	}
+	// sleep neither catches nor ignores SIGHUP, which would kill it.
+	name := fmt.Sprintf("hrhint-%d", os.Getpid())
+	cmd := &exec.Cmd{Path: sleep, Args: []string{name, "100"}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+
+	c, targets, err := parseAll(t, "--volume-dir=/etc/config", "--signal=HUP", "--process-name="+name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = targets[0].Notify(context.Background())
-	if want := "read --pid-file: open " + pidFile; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("Notify = %v, want an error containing %q", err, want)
+	if want := fmt.Sprintf("pid %d (sleep) does not handle SIGHUP and would be terminated by it: not sent", cmd.Process.Pid); err == nil || err.Error() != want {
+		t.Fatalf("Notify = %v, want %s", err, want)
+	}
+	if got, want := c.Hint(err), "use --signal-force to send anyway"; got != want {
+		t.Errorf("Hint = %q, want %q", got, want)
+	}
+}
+
+// TestNoProcessHint: no process of the name, and the advice on what the pod
+// needs.
+func TestNoProcessHint(t *testing.T) {
+	name := fmt.Sprintf("hrnone-%d", os.Getpid())
+	c, targets, err := parseAll(t, "--volume-dir=/etc/config", "--signal=HUP", "--process-name="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = targets[0].Notify(context.Background())
+	if want := "no process named " + name; err == nil || err.Error() != want {
+		t.Fatalf("Notify = %v, want %s", err, want)
+	}
+	if got := c.Hint(err); !strings.Contains(got, "shareProcessNamespace: true") {
+		t.Errorf("Hint = %q, want it to name shareProcessNamespace: true", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -36,7 +37,7 @@ func TestTargetErrorsNameFlags(t *testing.T) {
 		{"url twice", []string{vol, url, url}, `--webhook-url "http://127.0.0.1:9090/-/reload": given twice`},
 		{"method", []string{vol, url, "--webhook-method=PO ST"}, `--webhook-method "PO ST": not a valid HTTP method`},
 		{"status code", []string{vol, url, "--webhook-status-code=2x5"}, `--webhook-status-code "2x5": want a code such as 200 or a class such as 2xx`},
-		{"header", []string{vol, url, "--webhook-header=Foo"}, `--webhook-header "Foo": want "Name: value"`},
+		{"header", []string{vol, url, "--webhook-header=Foo"}, `--webhook-header: want "Name: value"; this one has no colon (not shown, as it may hold a secret)`},
 		{"two sources of Authorization", []string{vol, "--webhook-url=http://u:p@h/", "--webhook-bearer-token-file=" + missing},
 			`--webhook-bearer-token-file and the user in --webhook-url both set Authorization: use one`},
 		{"header and user", []string{vol, "--webhook-url=http://u:p@h/", "--webhook-header=Authorization: x"},
@@ -109,5 +110,87 @@ func TestNewWatcherNamesTheFlag(t *testing.T) {
 	want := "--volume-dir " + file + ": is a file, not a directory: a subPath mount never updates: mount the whole volume into hotreload's container (no subPath) and give its mount path"
 	if err == nil || err.Error() != want {
 		t.Fatalf("NewWatcher: %v\nwant %s", err, want)
+	}
+}
+
+// TestHeaderValueNeverShown: a --webhook-header that does not parse is
+// refused in one line naming the flag, and nothing of it is shown: without
+// its colon, name and value cannot be told apart, and a typo of the name
+// may hold the value.
+func TestHeaderValueNeverShown(t *testing.T) {
+	vol := "--volume-dir=" + t.TempDir()
+	url := "--webhook-url=http://127.0.0.1:9090/-/reload"
+	for _, tt := range []struct {
+		name    string
+		headers []string
+		want    string
+	}{
+		{"= for :", []string{"X-Api-Key=S3cretTok"},
+			`--webhook-header: want "Name: value"; this one has no colon (not shown, as it may hold a secret)`},
+		{"space for :", []string{"X-Api-Key S3cretTok"},
+			`--webhook-header: want "Name: value"; this one has no colon (not shown, as it may hold a secret)`},
+		{"the value alone", []string{"X-A: b", "S3cretTok"},
+			`--webhook-header #2: want "Name: value"; this one has no colon (not shown, as it may hold a secret)`},
+		{"a name that holds the value", []string{"X-Api-Key=S3cretTok: x"},
+			`--webhook-header: not a valid header name (not shown, as it may hold a secret)`},
+		{"a value with a newline", []string{"X-Api-Key: S3cretTok\nX: y"},
+			`--webhook-header "X-Api-Key": value has a control character`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{vol, url}
+			for _, h := range tt.headers {
+				args = append(args, "--webhook-header="+h)
+			}
+			_, _, err := parseAll(t, args...)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v,\nwant %s", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "S3cret") {
+				t.Errorf("error %q shows the header's value", err)
+			}
+		})
+	}
+}
+
+// TestStateFileInsideVolume: a state file in a watched directory would make
+// every save a change, and every change a save: refused at start, also
+// through a symbolic link or a subdirectory.
+func TestStateFileInsideVolume(t *testing.T) {
+	vol := t.TempDir()
+	sub := filepath.Join(vol, "conf.d")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(vol, link); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	for _, tt := range []struct{ name, dir, state, want string }{
+		{"in the volume", vol, filepath.Join(vol, "state.json"),
+			"--state-file " + vol + "/state.json: inside --volume-dir " + vol + ", where every save would be a change: put it on an emptyDir of its own"},
+		{"in a subdirectory", vol, filepath.Join(sub, "state.json"),
+			"--state-file " + sub + "/state.json: inside --volume-dir " + vol + ", where every save would be a change: put it on an emptyDir of its own"},
+		{"through a link to the volume", link, filepath.Join(vol, "state.json"),
+			"--state-file " + vol + "/state.json: inside --volume-dir " + link + ", where every save would be a change: put it on an emptyDir of its own"},
+		{"elsewhere", vol, filepath.Join(elsewhere, "state.json"), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parse(t, "--volume-dir="+tt.dir, "--webhook-url=http://127.0.0.1:9090/-/reload", "--state-file="+tt.state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenStateFile(c)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("OpenStateFile = %v", err)
+				}
+				s.Close()
+				return
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("OpenStateFile = %v,\nwant %s", err, tt.want)
+			}
+		})
 	}
 }

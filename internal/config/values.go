@@ -34,6 +34,9 @@ type durationBounds struct {
 //     Prometheus reload takes longer); one over 10m means a hung app.
 //   - webhook-max-backoff: under 100ms retries a failing app thousands of
 //     times a second; over 10m is longer than a reload is worth waiting for.
+//   - webhook-refused-max-backoff: the same from below; over 1h, an app
+//     whose refusal was passing (a file it reads appeared later) would
+//     wait too long, as the next change is sent at once anyway.
 //   - shutdown-grace: 0 stops at once; 10m is longer than any pod's
 //     terminationGracePeriodSeconds that makes sense for a sidecar.
 //   - signal-confirm-timeout: 0 turns the check off; under 100ms no app has
@@ -48,17 +51,18 @@ type durationBounds struct {
 //     longest back-off (5m).
 //   - restart-settle: under 100ms proves nothing; 10m as for the timeouts.
 var durationLimits = map[string]durationBounds{
-	"debounce":               {off: true, min: time.Millisecond, max: time.Hour},
-	"resync-interval":        {off: true, min: time.Second, max: 24 * time.Hour},
-	"poll-interval":          {min: 100 * time.Millisecond, max: time.Hour},
-	"webhook-timeout":        {min: 100 * time.Millisecond, max: 10 * time.Minute},
-	"webhook-max-backoff":    {min: 100 * time.Millisecond, max: 10 * time.Minute},
-	"shutdown-grace":         {off: true, min: 0, max: 10 * time.Minute},
-	"signal-confirm-timeout": {off: true, min: 100 * time.Millisecond, max: 10 * time.Minute},
-	"webhook-probe-interval": {off: true, min: 10 * time.Millisecond, max: time.Minute},
-	"restart-grace":          {min: time.Second, max: time.Hour},
-	"restart-timeout":        {min: 10 * time.Second, max: time.Hour},
-	"restart-settle":         {min: 100 * time.Millisecond, max: 10 * time.Minute},
+	"debounce":                    {off: true, min: time.Millisecond, max: time.Hour},
+	"resync-interval":             {off: true, min: time.Second, max: 24 * time.Hour},
+	"poll-interval":               {min: 100 * time.Millisecond, max: time.Hour},
+	"webhook-timeout":             {min: 100 * time.Millisecond, max: 10 * time.Minute},
+	"webhook-max-backoff":         {min: 100 * time.Millisecond, max: 10 * time.Minute},
+	"webhook-refused-max-backoff": {min: 100 * time.Millisecond, max: time.Hour},
+	"shutdown-grace":              {off: true, min: 0, max: 10 * time.Minute},
+	"signal-confirm-timeout":      {off: true, min: 100 * time.Millisecond, max: 10 * time.Minute},
+	"webhook-probe-interval":      {off: true, min: 10 * time.Millisecond, max: time.Minute},
+	"restart-grace":               {min: time.Second, max: time.Hour},
+	"restart-timeout":             {min: 10 * time.Second, max: time.Hour},
+	"restart-settle":              {min: 100 * time.Millisecond, max: 10 * time.Minute},
 }
 
 type durationValue struct {

@@ -9,17 +9,23 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
+	stdlog "log"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key into
@@ -151,5 +157,96 @@ func TestCheckConfigFile(t *testing.T) {
 				t.Errorf("CheckConfigFile(%q) = %v, want ok=%v", tt.path, err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestTLSHandshakeErrorsLogged: a client that fails the TLS handshake (a
+// scanner, a probe that speaks plain HTTP) is logged as every other line,
+// logfmt through the logger, at most once a minute, the next line saying
+// how many were left out; nothing goes to the standard logger.
+func TestTLSHandshakeErrorsLogged(t *testing.T) {
+	dir := t.TempDir()
+	_, certFile, keyFile := writeCert(t, dir)
+	cfg := filepath.Join(dir, "web.yml")
+	if err := os.WriteFile(cfg, []byte("tls_server_config:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var std strings.Builder
+	stdlog.SetOutput(&std)
+	defer stdlog.SetOutput(os.Stderr)
+
+	var buf binary.Buffer
+	logger := log.NewLogfmtLogger(&buf)
+	s, err := Listen(logger, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	s.errorLog.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s.ServeConfigFile(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	addr := s.ln.Addr().String()
+	lines := func() []string {
+		var out []string
+		for l := range strings.Lines(buf.String()) {
+			if strings.Contains(l, "TLS handshake") {
+				out = append(out, strings.TrimSpace(l))
+			}
+		}
+		return out
+	}
+	handshakes := func(n int) {
+		t.Helper()
+		for range n {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
+			_, _ = io.ReadAll(c) // the server's 400, then its close: it has logged by then
+			c.Close()
+		}
+	}
+	handshakes(20)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(lines()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := lines()
+	want := `level=warn component=web msg="TLS handshake failed" remote=127.0.0.1:`
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.HasSuffix(got[0], `err="client sent an HTTP request to an HTTPS server"`) {
+		t.Fatalf("after 20 failed handshakes, lines = %q, want one starting %s", got, want)
+	}
+
+	// The server logs a handshake after it closed the connection: wait
+	// until it has seen all 20 before the clock moves on.
+	leftOut := func() int {
+		s.errorLog.mu.Lock()
+		defer s.errorLog.mu.Unlock()
+		if k := s.errorLog.kinds["TLS handshake failed"]; k != nil {
+			return k.leftOut
+		}
+		return 0
+	}
+	for leftOut() < 19 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	handshakes(1)
+	for len(lines()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := lines(); len(got) != 2 || !strings.Contains(got[1], " left_out=19") {
+		t.Errorf("a minute later, lines = %q, want a second one with left_out=19", got)
+	}
+	if std.Len() > 0 {
+		t.Errorf("the standard logger got %q", std.String())
 	}
 }

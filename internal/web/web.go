@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log"
@@ -16,12 +19,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	toolkit "github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v2"
 )
 
 // Volume is the content of one volume that the app was last given.
 type Volume struct {
 	Dir         string    `json:"dir"`
-	Hash        string    `json:"hash"` // first 12 hex digits of the content hash, as in hotreload_volume_content_info
+	Hash        string    `json:"hash,omitempty"` // as in hotreload_volume_content_info; none for a Secret volume without a content key
 	DeliveredAt time.Time `json:"delivered_at"`
 }
 
@@ -96,6 +100,7 @@ type Server struct {
 	logger     log.Logger
 	ln         net.Listener
 	srv        *http.Server
+	errorLog   *serverLog
 	configFile string
 }
 
@@ -108,10 +113,17 @@ func Listen(logger log.Logger, addr string, h http.Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--web.listen-address %s: %w", addr, err)
 	}
+	logger = log.With(logger, "component", "web")
+	errorLog := newServerLog(logger)
 	return &Server{
-		logger: log.With(logger, "component", "web"),
-		ln:     ln,
-		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		logger:   logger,
+		ln:       ln,
+		errorLog: errorLog,
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          stdlog.New(errorLog, "", 0),
+		},
 	}, nil
 }
 
@@ -122,8 +134,36 @@ func Listen(logger log.Logger, addr string, h http.Handler) (*Server, error) {
 func (s *Server) ServeConfigFile(path string) { s.configFile = path }
 
 // CheckConfigFile reads the web configuration file at path and its
-// certificates, and tells what is wrong with them. "" is no file, and fine.
-func CheckConfigFile(path string) error { return toolkit.Validate(path) }
+// certificates, and tells in one line what is wrong with them. A file that
+// sets nothing is wrong too: it was meant to turn on TLS or basic auth, and
+// would leave the endpoints as open as without it. "" is no file, and fine.
+func CheckConfigFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := toolkit.Validate(path); err != nil {
+		// The YAML parser lists its errors a line each.
+		var lines []string
+		for l := range strings.Lines(err.Error()) {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		return errors.New(strings.Join(lines, " "))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var settings map[string]any
+	if err := yaml.Unmarshal(b, &settings); err != nil {
+		return err
+	}
+	if len(settings) == 0 {
+		return errors.New("sets nothing, so the endpoints would be served as without it: give tls_server_config or basic_auth_users")
+	}
+	return nil
+}
 
 // Run serves until ctx is done.
 func (s *Server) Run(ctx context.Context) error {
