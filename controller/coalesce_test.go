@@ -64,7 +64,7 @@ func (r burstResult) total() int {
 // one ConfigMap, gap apart, with 5 running pods that mount it, against a
 // controller with the coalescing window given. It must run in a synctest
 // bubble when the gaps are to be exact.
-func burst(t *testing.T, window, gap time.Duration) burstResult {
+func burst(t testing.TB, window, gap time.Duration) burstResult {
 	t.Helper()
 	const pods, edits = 5, 50
 	var ps []*corev1.Pod

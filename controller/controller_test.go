@@ -113,7 +113,7 @@ func gvr(k Kind) schema.GroupVersionResource {
 
 // env is a controller on fake clients.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	client *k8sfake.Clientset
 	meta   *metafake.FakeMetadataClient
 	reg    *prometheus.Registry
@@ -123,7 +123,7 @@ type env struct {
 	done   chan error
 }
 
-func newEnv(t *testing.T, pods []*corev1.Pod, objects []*metav1.PartialObjectMetadata) *env {
+func newEnv(t testing.TB, pods []*corev1.Pod, objects []*metav1.PartialObjectMetadata) *env {
 	t.Helper()
 	var ro []runtime.Object
 	for _, p := range pods {
@@ -203,7 +203,7 @@ func (e *env) create(kind Kind, name, rv string) {
 }
 
 // patches lists the nudge patches sent, as "pod=value", in order.
-func patches(t *testing.T, client *k8sfake.Clientset) []string {
+func patches(t testing.TB, client *k8sfake.Clientset) []string {
 	t.Helper()
 	var out []string
 	for _, a := range client.Actions() {
@@ -236,7 +236,7 @@ func (e *env) wantNudges(result string, want float64) {
 }
 
 // poll waits until cond holds, failing the test after 10 seconds.
-func poll(t *testing.T, what string, cond func() bool) {
+func poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
