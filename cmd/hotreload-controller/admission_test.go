@@ -111,8 +111,8 @@ func TestAdmissionPolicyIntent(t *testing.T) {
 		"system:serviceaccount:hotreload-system:hotreload-controller":      true,
 		"system:serviceaccount:hotreload-system:hotreload-controller-evil": false,
 		"system:serviceaccount:default:hotreload-controller":               false,
-		"kubernetes-admin":                                                 false,
-		"system:node:worker-1":                                             false,
+		"kubernetes-admin":     false,
+		"system:node:worker-1": false,
 	} {
 		req := map[string]any{"userInfo": map[string]any{"username": user}}
 		if got := celBool(t, match, map[string]any{"request": req}); got != want {

@@ -104,7 +104,9 @@ func TestControllerAdmissionPolicy(t *testing.T) {
 	waitFor(t, nudgeWait, func() bool {
 		last = patch(as, image())
 		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "not its spec")
-	}, func() string { return fmt.Sprintf("the controller's image change was not refused by the policy: %v", last) })
+	}, func() string {
+		return fmt.Sprintf("the controller's image change was not refused by the policy: %v", last)
+	})
 
 	for _, c := range []struct {
 		name, body, want string // want: "" allowed, else a word of the refusal
