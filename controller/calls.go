@@ -102,6 +102,8 @@ func hint(call apiCall, err error) string {
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return "the API server does not accept the controller's credentials (its service account token, or the kubeconfig's user)"
+	case apierrors.IsForbidden(err) && call == patchPods:
+		return "its RBAC or an admission policy refuses the patch: the controller changes only the pod's hotreload.dev/nudged annotation"
 	case apierrors.IsForbidden(err) && call.resource == "secrets":
 		return "its RBAC does not allow this: grant it as examples/controller/ does, or run with --no-watch-secrets where it must not see Secrets"
 	case apierrors.IsForbidden(err):

@@ -114,7 +114,7 @@ func TestPatchErrorsAreOneWarning(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d warnings, want 1:\n%s", len(got), got)
 	}
-	for _, want := range []string{`call="patch pods"`, "denied by policy", "left to the kubelet's periodic sync after 3 tries", "failures=1"} {
+	for _, want := range []string{`call="patch pods"`, "denied by policy", "left to the kubelet's periodic sync after 3 tries", "failures=1", `hint="its RBAC or an admission policy refuses the patch`} {
 		if !strings.Contains(got[0], want) {
 			t.Errorf("warning %s lacks %s", got[0], want)
 		}
