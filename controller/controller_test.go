@@ -26,6 +26,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 func TestMain(m *testing.M) {
@@ -117,7 +119,7 @@ type env struct {
 	client *k8sfake.Clientset
 	meta   *metafake.FakeMetadataClient
 	reg    *prometheus.Registry
-	logs   *lockedBuffer // the controller's log, at every level
+	logs   *binary.Buffer // the controller's log, at every level
 	c      *Controller
 	cancel context.CancelFunc
 	done   chan error
@@ -166,7 +168,7 @@ func (e *env) startNoWait(opts Options) {
 		opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](time.Millisecond, 10*time.Millisecond)
 	}
 	e.reg = prometheus.NewRegistry()
-	e.logs = &lockedBuffer{}
+	e.logs = &binary.Buffer{}
 	c, err := New(log.NewLogfmtLogger(e.logs), e.reg, opts)
 	if err != nil {
 		e.t.Fatal(err)

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -21,6 +20,8 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/hotreload/hotreload/internal/binary"
 )
 
 // fakePods is the fake clientset's pods client, which, as the fake
@@ -30,25 +31,10 @@ type fakePods struct{ corev1client.PodsGetter }
 
 func (fakePods) IsWatchListSemanticsUnSupported() bool { return true }
 
-// lockedBuffer is a log that the controller writes and the test reads at
-// once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// lines returns the lines that contain every one of substrs.
-func (b *lockedBuffer) lines(substrs ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// logLines returns the lines of a log that contain every one of substrs.
+func logLines(log *binary.Buffer, substrs ...string) []string {
 	var out []string
-	for _, l := range strings.Split(b.b.String(), "\n") {
+	for _, l := range strings.Split(log.String(), "\n") {
 		if l != "" && !slices.ContainsFunc(substrs, func(s string) bool { return !strings.Contains(l, s) }) {
 			out = append(out, l)
 		}

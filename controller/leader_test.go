@@ -49,7 +49,7 @@ func TestResumedLeaderStopsAtItsNextRenewal(t *testing.T) {
 	start := time.Now()
 	poll(t, "the resumed leader stops leading", func() bool { return !e.c.Leading() })
 	t.Logf("stopped leading %s after the Lease changed hands (renew deadline 30s)", time.Since(start).Round(time.Millisecond))
-	if got := e.logs.lines("level=warn", `msg="another replica holds the lease, no longer leading"`, "holder=other"); len(got) != 1 {
+	if got := logLines(e.logs, "level=warn", `msg="another replica holds the lease, no longer leading"`, "holder=other"); len(got) != 1 {
 		t.Errorf("%d lines say why it stopped, want 1", len(got))
 	}
 	if n := testutil.ToFloat64(e.c.m.leader); n != 0 {
@@ -77,7 +77,7 @@ func TestLeaseErrorsAreOneWarning(t *testing.T) {
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 10 * time.Millisecond}})
 	errs := e.c.m.apiErrors.WithLabelValues("get", "leases")
 	poll(t, "five failed reads of the Lease", func() bool { return testutil.ToFloat64(errs) >= 5 })
-	got := e.logs.lines("level=warn")
+	got := logLines(e.logs, "level=warn")
 	if len(got) != 1 {
 		t.Fatalf("%d warnings, want 1:\n%s", len(got), got)
 	}
@@ -110,7 +110,7 @@ func TestPatchErrorsAreOneWarning(t *testing.T) {
 		t.Errorf("%v failed patches counted, want 20: 5 pods, each tried 4 times", n)
 	}
 	e.wantNudges(ResultFailed, 20)
-	got := e.logs.lines("level=warn")
+	got := logLines(e.logs, "level=warn")
 	if len(got) != 1 {
 		t.Fatalf("%d warnings, want 1:\n%s", len(got), got)
 	}
@@ -119,7 +119,7 @@ func TestPatchErrorsAreOneWarning(t *testing.T) {
 			t.Errorf("warning %s lacks %s", got[0], want)
 		}
 	}
-	if n := len(e.logs.lines("level=error")); n != 0 {
+	if n := len(logLines(e.logs, "level=error")); n != 0 {
 		t.Errorf("%d error lines", n)
 	}
 }

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/internal/poll"
 )
 
 // fakeAPI is an API server that answers every request with the status the
@@ -86,25 +89,6 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{%s,"metadata":{"resourceVersion":"1"},"items":[]}`, kind)
 }
 
-// lockedBuffer is a bytes.Buffer safe for the controller's logger and the
-// test to use at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // kubeconfig writes a kubeconfig for server with a bearer token.
 func kubeconfig(t testing.TB, server, token string) string {
 	t.Helper()
@@ -122,14 +106,10 @@ current-context: x
 	return p
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
+func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Until(30*time.Second, cond) {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }
 
@@ -157,7 +137,7 @@ func TestAPIServerFailuresAreOneWarningEach(t *testing.T) {
 			if tt.status == 0 {
 				api.Close()
 			}
-			var stderr lockedBuffer
+			var stderr binary.Buffer
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan int, 1)
 			go func() {
@@ -184,14 +164,14 @@ func TestAPIServerFailuresAreOneWarningEach(t *testing.T) {
 			// reflector's backoff.
 			if tt.status != 0 {
 				for _, r := range []string{"pods", "configmaps", "secrets"} {
-					poll(t, "two lists of "+r, func() bool { return api.listsOf(r) >= 2 })
+					waitUntil(t, "two lists of "+r, func() bool { return api.listsOf(r) >= 2 })
 				}
 			} else {
 				addr := regexp.MustCompile(`msg=listening address=(\S+)`)
-				poll(t, "the metrics endpoint listens", func() bool { return addr.MatchString(stderr.String()) })
+				waitUntil(t, "the metrics endpoint listens", func() bool { return addr.MatchString(stderr.String()) })
 				url := "http://" + addr.FindStringSubmatch(stderr.String())[1] + "/metrics"
 				for _, r := range []string{"pods", "configmaps", "secrets"} {
-					poll(t, "two failed lists of "+r, func() bool {
+					waitUntil(t, "two failed lists of "+r, func() bool {
 						return metricValue(url, `hotreload_controller_api_errors_total{resource="`+r+`",verb="list"}`) >= 2
 					})
 				}
@@ -220,7 +200,7 @@ func TestAPIServerFailuresAreOneWarningEach(t *testing.T) {
 				return
 			}
 			api.status.Store(http.StatusOK)
-			poll(t, "the caches sync", func() bool { return strings.Contains(stderr.String(), `msg="caches synced"`) })
+			waitUntil(t, "the caches sync", func() bool { return strings.Contains(stderr.String(), `msg="caches synced"`) })
 			for _, c := range calls {
 				if !strings.Contains(stderr.String(), `msg="API call works again" call="`+c+`"`) {
 					t.Errorf("no line says that %s works again:\n%s", c, stderr.String())
