@@ -64,7 +64,7 @@ func (c *Config) Register(app *kingpin.Application) {
 		Default("50").Float64Var(&c.QPS)
 	flag("burst", "Requests to the API server in a burst above --qps.").
 		Default("100").IntVar(&c.Burst)
-	flag("workers", "ConfigMaps and Secrets whose pods are patched in parallel.").
+	flag("workers", "Pods patched in parallel.").
 		Default("2").IntVar(&c.Workers)
 
 	flag("leader-elect", "Patch pods only while holding a Lease, so that several replicas can run; --no-leader-elect for one replica.").
