@@ -16,42 +16,59 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 )
 
 // Options configure a Controller.
 type Options struct {
-	// Client patches pods and reads them; Metadata lists and watches
-	// ConfigMaps and Secrets by metadata only. Both are required.
-	Client   kubernetes.Interface
+	// Pods lists, watches and patches pods; Metadata lists and watches
+	// ConfigMaps and Secrets by metadata only. Both are required. Leases
+	// holds the Lease of the leader election, required with LeaderElection.
+	// Each is a typed client of one API group (corev1client.NewForConfig,
+	// coordinationv1client.NewForConfig), so that the binary links only
+	// those groups' clients.
+	Pods     corev1client.PodsGetter
 	Metadata metadata.Interface
+	Leases   coordinationv1client.LeasesGetter
 
 	// Namespaces to watch; none watches the whole cluster.
 	Namespaces []string
-	// Workers patch pods in parallel, one object each; default 2.
+	// ConfigMapsOnly leaves Secrets unwatched: their edits are delivered by
+	// the kubelet's periodic sync, and the controller needs no access to
+	// Secrets at all.
+	ConfigMapsOnly bool
+	// Workers patch pods in parallel, one pod each; default 2.
 	Workers int
-	// MaxRetries is how often an object whose patches failed is retried,
-	// with exponential backoff, before it is dropped; default 15 (about
-	// 3 minutes).
+	// MaxRetries is how often a pod whose patch failed is retried, with
+	// exponential backoff, before it is left to the kubelet's periodic
+	// sync; default 15 (about 3 minutes).
 	MaxRetries int
 	// RateLimiter spaces the retries; default client-go's controller
 	// limiter (5ms doubling, 1000s at most, 10/s overall).
-	RateLimiter workqueue.TypedRateLimiter[ObjectKey]
+	RateLimiter workqueue.TypedRateLimiter[types.NamespacedName]
+	// Coalesce merges a burst of changes into fewer nudges of each pod: a
+	// pod nudged less than Coalesce ago waits until no change has come for
+	// Coalesce, and at most 10 times Coalesce (see due). 0 nudges on every
+	// change.
+	Coalesce time.Duration
+	// WarnInterval is the least time between two warnings about one kind
+	// of failing API call; default a minute.
+	WarnInterval time.Duration
 
 	// LeaderElection, when set, makes only the holder of a Lease patch pods.
 	// Nil: this replica always leads.
 	LeaderElection *LeaderElection
 
-	// Now is the clock of the lag metric; default time.Now.
+	// Now is the clock of the lag metric, of coalescing and of the
+	// warnings' rate; default time.Now.
 	Now func() time.Time
 }
 
@@ -70,24 +87,26 @@ type Controller struct {
 	logger log.Logger
 	opts   Options
 	scopes map[string]*scope // by namespace; "" when cluster-wide
-	queue  workqueue.TypedRateLimitingInterface[ObjectKey]
+	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	m      *metrics
+	calls  *apiCalls
 
 	mu      sync.Mutex
 	synced  bool
 	marks   marks
-	seen    map[ObjectKey]time.Time // first unhandled change of each queued object
+	timing  map[types.NamespacedName]*podTiming
 	leading atomic.Bool
 	ready   atomic.Bool
 
 	leadMu   sync.Mutex
 	leadDone bool
+	stopLead context.CancelFunc // while leading under leader election
 	leadWG   sync.WaitGroup
 }
 
 // scope is the informers of one namespace (or of all).
 type scope struct {
-	pods, configMaps, secrets cache.SharedIndexInformer
+	pods, configMaps, secrets cache.SharedIndexInformer // secrets nil with ConfigMapsOnly
 }
 
 func (s *scope) objects(k Kind) cache.SharedIndexInformer {
@@ -97,18 +116,21 @@ func (s *scope) objects(k Kind) cache.SharedIndexInformer {
 	return s.configMaps
 }
 
-var (
-	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	secretsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-)
+func (s *scope) informers() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{s.pods, s.configMaps}
+	if s.secrets != nil {
+		out = append(out, s.secrets)
+	}
+	return out
+}
 
 // New builds a Controller; Run starts it.
 func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Controller, error) {
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
-	if opts.Client == nil || opts.Metadata == nil {
-		return nil, errors.New("controller: Client and Metadata are required")
+	if opts.Pods == nil || opts.Metadata == nil {
+		return nil, errors.New("controller: Pods and Metadata are required")
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2
@@ -117,7 +139,10 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Controlle
 		opts.MaxRetries = 15
 	}
 	if opts.RateLimiter == nil {
-		opts.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[ObjectKey]()
+		opts.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]()
+	}
+	if opts.WarnInterval <= 0 {
+		opts.WarnInterval = time.Minute
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -125,6 +150,9 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Controlle
 	if le := opts.LeaderElection; le != nil {
 		if le.Identity == "" || le.Name == "" || le.Namespace == "" {
 			return nil, errors.New("controller: leader election needs a lease namespace, a lease name and an identity")
+		}
+		if opts.Leases == nil {
+			return nil, errors.New("controller: leader election needs Leases")
 		}
 		if le.LeaseDuration == 0 {
 			le.LeaseDuration = 15 * time.Second
@@ -141,15 +169,16 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Controlle
 		opts:   opts,
 		scopes: map[string]*scope{},
 		marks:  marks{},
-		seen:   map[ObjectKey]time.Time{},
+		timing: map[types.NamespacedName]*podTiming{},
 	}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
-		workqueue.TypedRateLimitingQueueConfig[ObjectKey]{Name: "hotreload-nudges"})
+		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "hotreload-nudges"})
 	c.m = newMetrics(reg, func() float64 { return float64(c.queue.Len()) }, func() float64 {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return float64(len(c.marks))
 	})
+	c.calls = &apiCalls{logger: c.logger, now: opts.Now, interval: opts.WarnInterval, errors: c.m.apiErrors, failing: map[apiCall]*failure{}}
 
 	namespaces := slices.Clone(opts.Namespaces)
 	slices.Sort(namespaces)
@@ -159,24 +188,29 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Controlle
 	}
 	for _, ns := range namespaces {
 		s := &scope{
-			pods:       coreinformers.NewPodInformer(opts.Client, ns, 0, cache.Indexers{mountsIndex: indexMounts}),
-			configMaps: metadatainformer.NewFilteredMetadataInformer(opts.Metadata, configMapsGVR, ns, 0, cache.Indexers{}, nil).Informer(),
-			secrets:    metadatainformer.NewFilteredMetadataInformer(opts.Metadata, secretsGVR, ns, 0, cache.Indexers{}, nil).Informer(),
+			pods:       c.podInformer(opts.Pods, ns),
+			configMaps: c.metadataInformer(opts.Metadata, configMapsGVR, listConfigMaps, watchConfigMaps, ns),
+		}
+		if !opts.ConfigMapsOnly {
+			s.secrets = c.metadataInformer(opts.Metadata, secretsGVR, listSecrets, watchSecrets, ns)
 		}
 		if err := s.pods.SetTransform(TrimPod); err != nil {
 			return nil, fmt.Errorf("pod informer: %w", err)
 		}
+		if _, err := s.pods.AddEventHandler(c.podHandler()); err != nil {
+			return nil, fmt.Errorf("pod informer: %w", err)
+		}
 		for _, k := range []Kind{ConfigMap, Secret} {
 			inf := s.objects(k)
+			if inf == nil {
+				continue
+			}
 			if err := inf.SetTransform(TrimObject); err != nil {
 				return nil, fmt.Errorf("%s informer: %w", k, err)
 			}
 			if _, err := inf.AddEventHandler(c.objectHandler(k)); err != nil {
 				return nil, fmt.Errorf("%s informer: %w", k, err)
 			}
-		}
-		if _, err := s.pods.AddEventHandler(c.podHandler()); err != nil {
-			return nil, fmt.Errorf("pod informer: %w", err)
 		}
 		c.scopes[ns] = s
 	}
@@ -199,6 +233,9 @@ func (c *Controller) scope(ns string) *scope {
 // Run watches until ctx is done. With leader election it returns an error
 // when the lease is lost, so that the process restarts as a standby.
 func (c *Controller) Run(ctx context.Context) error {
+	// client-go's informers and leader election log through the context's
+	// logger; the controller reports their failures itself.
+	ctx = klog.NewContext(ctx, clientGoLogger(c.logger))
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -206,7 +243,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	var synced []cache.InformerSynced
 	for _, s := range c.scopes {
-		for _, inf := range []cache.SharedIndexInformer{s.pods, s.configMaps, s.secrets} {
+		for _, inf := range s.informers() {
 			wg.Go(func() { inf.RunWithContext(ctx) })
 			synced = append(synced, inf.HasSynced)
 		}
@@ -223,12 +260,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.lead(ctx)
 		return nil
 	}
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
+	lock := &leaseLock{
+		LeaseLock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
-			Client:     c.opts.Client.CoordinationV1(),
+			Client:     c.opts.Leases,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
 		},
+		calls:       c.calls,
+		retrying:    "retrying every " + le.RetryPeriod.String(),
+		otherHolder: c.stepDown,
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration,
 		RenewDeadline:   le.RenewDeadline,
 		RetryPeriod:     le.RetryPeriod,
@@ -241,9 +284,17 @@ func (c *Controller) Run(ctx context.Context) error {
 					c.leadMu.Unlock()
 					return
 				}
+				ctx, stop := context.WithCancel(ctx)
+				c.stopLead = stop
 				c.leadWG.Add(1)
 				c.leadMu.Unlock()
 				defer c.leadWG.Done()
+				defer func() {
+					c.leadMu.Lock()
+					c.stopLead = nil
+					c.leadMu.Unlock()
+					stop()
+				}()
 				c.lead(ctx)
 			},
 			OnStoppedLeading: func() {},
@@ -265,6 +316,19 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("lease %s/%s lost", le.Namespace, le.Name)
 	}
 	return nil
+}
+
+// stepDown stops leading at once when the Lease shows that another replica
+// holds it: client-go would go on leading until its renew deadline.
+func (c *Controller) stepDown(holder string) {
+	c.leadMu.Lock()
+	defer c.leadMu.Unlock()
+	if c.stopLead == nil {
+		return
+	}
+	level.Warn(c.logger).Log("msg", "another replica holds the lease, no longer leading", "holder", holder)
+	c.stopLead()
+	c.stopLead = nil
 }
 
 // lead patches pods until ctx is done: first those behind, then on every
@@ -291,43 +355,57 @@ func (c *Controller) lead(ctx context.Context) {
 	wg.Wait()
 }
 
-// catchUp queues every object that a nudgeable pod mounts in a newer version
-// than the pod's mark, and returns how many it queued.
+// catchUp queues every nudgeable pod that mounts an object in a newer
+// version than the pod's mark, and returns how many it queued.
 func (c *Controller) catchUp() int {
 	now := c.opts.Now()
-	queued := map[ObjectKey]bool{}
+	n := 0
 	for _, s := range c.scopes {
 		for _, obj := range s.pods.GetStore().List() {
-			for _, k := range c.behind(obj.(*corev1.Pod)) {
-				if !queued[k] {
-					queued[k] = true
-					c.enqueue(k, now)
-				}
+			if p := obj.(*corev1.Pod); len(c.behind(p)) > 0 {
+				c.changed(p, now)
+				n++
 			}
 		}
 	}
-	return len(queued)
+	return n
 }
 
-// behind lists the objects that p mounts in a newer version than its marks.
-func (c *Controller) behind(p *corev1.Pod) []ObjectKey {
+// target is a nudge to send: an object and the version it is at.
+type target struct {
+	key ObjectKey
+	rv  string
+}
+
+// behind lists, for each kind of object that p mounts in a newer version
+// than its mark, the newest of them: one nudge of it makes the kubelet
+// read every object of that kind that the pod mounts.
+func (c *Controller) behind(p *corev1.Pod) []target {
 	if !nudgeable(p) {
 		return nil
 	}
 	s := c.scope(p.Namespace)
-	var keys []ObjectKey
-	for _, k := range Mounts(p) {
-		rv, ok := c.version(s, k)
-		if ok && c.isBehind(p, k.Kind, rv) {
-			keys = append(keys, k)
+	var out []target
+	for _, kind := range []Kind{ConfigMap, Secret} {
+		var newest target
+		for _, k := range Mounts(p) {
+			if k.Kind != kind {
+				continue
+			}
+			if rv, ok := c.version(s, k); ok && c.isBehind(p, kind, rv) && newer(rv, newest.rv) {
+				newest = target{k, rv}
+			}
+		}
+		if newest.rv != "" {
+			out = append(out, newest)
 		}
 	}
-	return keys
+	return out
 }
 
 // version is the resourceVersion of the object in the cache.
 func (c *Controller) version(s *scope, k ObjectKey) (string, bool) {
-	if s == nil {
+	if s == nil || s.objects(k.Kind) == nil {
 		return "", false
 	}
 	obj, ok, err := s.objects(k.Kind).GetStore().GetByKey(k.Namespace + "/" + k.Name)
@@ -356,90 +434,127 @@ func (c *Controller) isBehind(p *corev1.Pod, k Kind, rv string) bool {
 	return newer(rv, mark)
 }
 
-func (c *Controller) enqueue(k ObjectKey, seen time.Time) {
+// changed records that a change concerning p was seen at now, and queues p.
+func (c *Controller) changed(p *corev1.Pod, now time.Time) {
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	c.mu.Lock()
-	if _, ok := c.seen[k]; !ok {
-		c.seen[k] = seen
+	t, ok := c.timing[key]
+	if !ok {
+		t = &podTiming{}
+		c.timing[key] = t
 	}
+	if t.pending.IsZero() {
+		t.pending = now
+	}
+	t.lastChange = now
 	c.mu.Unlock()
-	c.queue.Add(k)
-}
-
-func (c *Controller) takeSeen(k ObjectKey) (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.seen[k]
-	delete(c.seen, k)
-	return t, ok
+	c.queue.Add(key)
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
-	k, shutdown := c.queue.Get()
+	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
-	defer c.queue.Done(k)
-	seen, ok := c.takeSeen(k)
-	if !ok {
-		seen = c.opts.Now()
-	}
-	err := c.nudge(ctx, k, seen)
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
 	if err == nil || ctx.Err() != nil {
-		c.queue.Forget(k)
+		c.queue.Forget(key)
 		return true
 	}
-	if n := c.queue.NumRequeues(k); n < c.opts.MaxRetries {
-		level.Warn(c.logger).Log("msg", "nudge failed, retrying with backoff", "object", k, "retries", n, "err", err)
-		c.mu.Lock()
-		if _, ok := c.seen[k]; !ok {
-			c.seen[k] = seen
-		}
-		c.mu.Unlock()
-		c.queue.AddRateLimited(k)
+	if n := c.queue.NumRequeues(key); n < c.opts.MaxRetries {
+		level.Debug(c.logger).Log("msg", "nudge failed, retrying with backoff", "pod", key, "retries", n, "err", err)
+		c.queue.AddRateLimited(key)
 		return true
 	}
-	level.Error(c.logger).Log("msg", "nudge failed, giving up; the kubelet's periodic sync will update the pods", "object", k, "retries", c.opts.MaxRetries, "err", err)
-	c.queue.Forget(k)
+	level.Debug(c.logger).Log("msg", "nudge failed, giving up; the kubelet's periodic sync will update the pod", "pod", key, "retries", c.opts.MaxRetries, "err", err)
+	c.m.givenUp.Inc()
+	c.queue.Forget(key)
+	c.mu.Lock()
+	if t, ok := c.timing[key]; ok {
+		t.pending = time.Time{}
+	}
+	c.mu.Unlock()
 	return true
 }
 
-// nudge patches every nudgeable pod that mounts k and is behind its
-// current version.
-func (c *Controller) nudge(ctx context.Context, k ObjectKey, seen time.Time) error {
-	s := c.scope(k.Namespace)
-	rv, ok := c.version(s, k)
-	if !ok {
-		return nil // deleted since
+// sync brings one pod up to date: if it mounts an object in a newer
+// version than it holds, it nudges the pod, now or, within a burst, once
+// the burst has settled.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	s := c.scope(key.Namespace)
+	if s == nil {
+		return nil
 	}
-	pods, err := s.pods.GetIndexer().ByIndex(mountsIndex, k.String())
+	obj, ok, err := s.pods.GetIndexer().GetByKey(key.String())
 	if err != nil {
-		return fmt.Errorf("index pods: %w", err)
+		return fmt.Errorf("get pod %s from the cache: %w", key, err)
 	}
-	var errs []error
-	for _, obj := range pods {
-		p := obj.(*corev1.Pod)
-		if !nudgeable(p) || !c.isBehind(p, k.Kind, rv) {
-			continue
-		}
-		if err := c.patch(ctx, p, k, rv); err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-				c.m.nudges.WithLabelValues(ResultGone).Inc()
-				continue
-			}
+	var targets []target
+	if ok {
+		targets = c.behind(obj.(*corev1.Pod))
+	}
+	start := c.opts.Now()
+	c.mu.Lock()
+	t, tracked := c.timing[key]
+	if !tracked {
+		t = &podTiming{}
+	}
+	if len(targets) == 0 {
+		t.pending = time.Time{} // gone, not nudgeable, or current
+		c.mu.Unlock()
+		return nil
+	}
+	if t.pending.IsZero() {
+		t.pending = start // behind without a change seen: as if seen now
+	}
+	at := due(*t, c.opts.Coalesce, start)
+	seen := t.pending
+	c.mu.Unlock()
+	if at.After(start) {
+		c.queue.AddAfter(key, at.Sub(start))
+		return nil
+	}
+
+	p := obj.(*corev1.Pod)
+	for _, tg := range targets {
+		err := c.patch(ctx, p, tg)
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Deleted, or replaced by a pod of the same name: its informer
+			// event brings the new one, if any.
+			c.m.nudges.WithLabelValues(ResultGone).Inc()
+			return nil
+		default:
 			c.m.nudges.WithLabelValues(ResultFailed).Inc()
-			errs = append(errs, fmt.Errorf("patch pod %s/%s: %w", p.Namespace, p.Name, err))
-			continue
+			c.calls.failed(patchPods, err, fmt.Sprintf("retrying with backoff; a pod is left to the kubelet's periodic sync after %d tries", c.opts.MaxRetries))
+			return fmt.Errorf("patch pod %s: %w", key, err)
 		}
+		c.calls.ok(patchPods)
+		now := c.opts.Now()
 		c.m.nudges.WithLabelValues(ResultPatched).Inc()
-		c.m.lag.Observe(c.opts.Now().Sub(seen).Seconds())
+		if !seen.IsZero() {
+			c.m.lag.Observe(now.Sub(seen).Seconds())
+		}
 		c.mu.Lock()
 		if m, ok := c.marks[p.UID]; ok {
-			m.raise(k.Kind, rv)
+			m.raise(tg.key.Kind, tg.rv)
 		}
+		t.lastPatch = now
 		c.mu.Unlock()
-		level.Debug(c.logger).Log("msg", "nudged", "pod", p.Namespace+"/"+p.Name, "object", k, "version", rv)
+		level.Debug(c.logger).Log("msg", "nudged", "pod", key, "object", tg.key, "version", tg.rv)
 	}
-	return errors.Join(errs...)
+	c.mu.Lock()
+	// A change seen while patching is still to come: sync runs again for
+	// it, since its event queued the pod.
+	if !t.lastChange.After(start) {
+		t.pending = time.Time{}
+	} else {
+		t.pending = t.lastChange
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 type nudgePatch struct {
@@ -451,15 +566,17 @@ type nudgePatch struct {
 	} `json:"metadata"`
 }
 
-func (c *Controller) patch(ctx context.Context, p *corev1.Pod, k ObjectKey, rv string) error {
+// patch nudges p for tg: a merge patch of one annotation that carries the
+// pod's uid but not its resourceVersion (see write.go for why).
+func (c *Controller) patch(ctx context.Context, p *corev1.Pod, tg target) error {
 	var np nudgePatch
 	np.Metadata.UID = p.UID
-	np.Metadata.Annotations = map[string]string{AnnotationNudged: k.Nudge(rv)}
+	np.Metadata.Annotations = map[string]string{AnnotationNudged: tg.key.Nudge(tg.rv)}
 	data, err := json.Marshal(np)
 	if err != nil {
 		return err
 	}
-	_, err = c.opts.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	_, err = c.opts.Pods.Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	return err
 }
 
@@ -520,9 +637,24 @@ func (c *Controller) objectHandler(kind Kind) cache.ResourceEventHandler {
 	}
 	changed := func(k ObjectKey) {
 		// A follower queues nothing: on becoming leader it compares every
-		// object with the pods' marks.
-		if c.leading.Load() {
-			c.enqueue(k, c.opts.Now())
+		// pod with the objects it mounts.
+		if !c.leading.Load() {
+			return
+		}
+		s := c.scope(k.Namespace)
+		if s == nil {
+			return
+		}
+		pods, err := s.pods.GetIndexer().ByIndex(mountsIndex, k.String())
+		if err != nil {
+			level.Error(c.logger).Log("msg", "index pods by mount", "object", k, "err", err)
+			return
+		}
+		now := c.opts.Now()
+		for _, obj := range pods {
+			if p := obj.(*corev1.Pod); nudgeable(p) {
+				c.changed(p, now)
+			}
 		}
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
@@ -560,11 +692,8 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			// version: nudge it once it runs.
 			o, ok1 := oldObj.(*corev1.Pod)
 			n, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && c.leading.Load() && !nudgeable(o) && nudgeable(n) {
-				now := c.opts.Now()
-				for _, k := range c.behind(n) {
-					c.enqueue(k, now)
-				}
+			if ok1 && ok2 && c.leading.Load() && !nudgeable(o) && nudgeable(n) && len(c.behind(n)) > 0 {
+				c.changed(n, c.opts.Now())
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -574,6 +703,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			if p, ok := obj.(*corev1.Pod); ok {
 				c.mu.Lock()
 				delete(c.marks, p.UID)
+				delete(c.timing, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 				c.mu.Unlock()
 			}
 		},

@@ -27,6 +27,19 @@
 // new resourceVersion nudges. A nudge that the kubelet turns into no file
 // change costs one pod update and reloads nothing.
 //
+// With [Options].ConfigMapsOnly the Secrets are not watched at all, and the
+// controller needs no access to them.
+//
+// # One pod at a time, and bursts
+//
+// The work queue holds pods, in the shape of sample-controller: a change of
+// an object queues the pods that mount it, and one sync function brings one
+// pod up to date, with one patch per kind of object it is behind on (the
+// newest of that kind: the kubelet reads every object of the pod when it
+// syncs it). A pod nudged less than [Options].Coalesce ago waits until the
+// changes settle, so that a burst of edits makes a few nudges, not one per
+// edit; a single edit is never delayed (see due).
+//
 // # Versions and failover
 //
 // For every pod the controller keeps, per resource (configmaps, secrets), a
@@ -45,4 +58,16 @@
 // lost, and a start does not patch pods that are current. resourceVersions
 // are compared as the integers the API server's storage gives them, only
 // between objects of the same resource.
+//
+// Two replicas may both act as leader for a short while (a frozen leader
+// that resumes); write.go says why a nudge is safe under it and how a
+// decision that is not idempotent must be written ([PatchPodAnnotations]).
+//
+// # Failing calls
+//
+// The controller speaks for the API calls that fail (the informers' lists
+// and watches, the patches, the Lease): one warning per kind of call with
+// the error, then at most one per [Options].WarnInterval while it keeps
+// failing, and a line when it works again; client-go's own lines about them
+// are at debug level.
 package controller

@@ -21,7 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	promversion "github.com/prometheus/common/version"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,26 +35,38 @@ import (
 	"github.com/hotreload/hotreload/internal/web"
 )
 
-func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(runMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
 
-func runMain(args []string, stdout, stderr io.Writer) int {
+// runMain runs the controller until SIGTERM, SIGINT or the end of ctx, and
+// returns the exit status.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := config.Parse(args, promversion.Print("hotreload-controller"), stdout, os.Exit)
 	if err != nil {
 		return badInput(stderr, err)
 	}
 	logger := cli.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	// client-go logs through klog: send it to the same logger.
-	klog.SetLogger(klogLogger(log.With(logger, "component", "client-go")))
+	klog.SetLogger(controller.KlogLogger(log.With(logger, "component", "client-go")))
 
 	restConfig, err := restConfig(cfg)
 	if err != nil {
 		return badInput(stderr, err)
 	}
-	client, err := kubernetes.NewForConfig(protobuf(restConfig))
+	// One typed client per API group it calls, not kubernetes.Interface,
+	// which links the clients of every group; one HTTP client for all.
+	httpClient, err := rest.HTTPClientFor(restConfig)
 	if err != nil {
 		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
 	}
-	meta, err := metadata.NewForConfig(restConfig)
+	pods, err := corev1client.NewForConfigAndClient(protobuf(restConfig), httpClient)
+	if err != nil {
+		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
+	}
+	leases, err := coordinationv1client.NewForConfigAndClient(protobuf(restConfig), httpClient)
+	if err != nil {
+		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
+	}
+	meta, err := metadata.NewForConfigAndClient(restConfig, httpClient)
 	if err != nil {
 		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
 	}
@@ -66,10 +79,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	version.Register(reg)
 
 	opts := controller.Options{
-		Client:     client,
-		Metadata:   meta,
-		Namespaces: cfg.Namespaces,
-		Workers:    cfg.Workers,
+		Pods:           pods,
+		Metadata:       meta,
+		Leases:         leases,
+		Namespaces:     cfg.Namespaces,
+		ConfigMapsOnly: !cfg.WatchSecrets,
+		Workers:        cfg.Workers,
+		Coalesce:       cfg.Coalesce,
 	}
 	if cfg.LeaderElect {
 		opts.LeaderElection = &controller.LeaderElection{
@@ -95,10 +111,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		namespaces = strings.Join(cfg.Namespaces, ",")
 	}
 	level.Info(logger).Log("msg", "starting", "version", version.Version, "revision", version.Revision,
-		"api", restConfig.Host, "namespaces", namespaces, "leader_elect", cfg.LeaderElect)
+		"api", restConfig.Host, "namespaces", namespaces, "secrets", cfg.WatchSecrets, "coalesce", cfg.Coalesce, "leader_elect", cfg.LeaderElect)
 
 	var g run.Group
-	g.Add(cli.Until(func(ctx context.Context) error {
+	g.Add(cli.Until(func(stop context.Context) error {
 		sig := make(chan os.Signal, 1)
 		ossignal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 		defer ossignal.Stop(sig)
@@ -106,6 +122,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		case s := <-sig:
 			level.Info(logger).Log("msg", "shutting down", "signal", s)
 		case <-ctx.Done():
+			level.Info(logger).Log("msg", "shutting down")
+		case <-stop.Done():
 		}
 		return nil
 	}))
@@ -143,8 +161,8 @@ func restConfig(cfg *config.Config) (*rest.Config, error) {
 	return rc, nil
 }
 
-// protobuf makes the typed client read pods as protobuf, which costs less
-// than JSON to decode at the start and on every pod update.
+// protobuf makes the typed clients read pods and Leases as protobuf, which
+// costs less than JSON to decode at the start and on every pod update.
 func protobuf(rc *rest.Config) *rest.Config {
 	rc = rest.CopyConfig(rc)
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -26,7 +26,7 @@ func TestBadInputIsOneLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := runMain(tt.args, io.Discard, &stderr); code != 2 {
+			if code := runMain(context.Background(), tt.args, io.Discard, &stderr); code != 2 {
 				t.Errorf("exit status %d, want 2", code)
 			}
 			if !strings.HasPrefix(stderr.String(), tt.want) || strings.Count(stderr.String(), "\n") != 1 {
@@ -58,24 +58,6 @@ func TestHandler(t *testing.T) {
 	}
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "hotreload_controller_leader 1") {
 		t.Errorf("/metrics = %d %q", code, body)
-	}
-}
-
-func TestKlogGoesToTheLogger(t *testing.T) {
-	var buf bytes.Buffer
-	l := klogLogger(log.NewLogfmtLogger(&buf)).WithName("leaderelection").WithValues("lock", "ns/name")
-	l.Info("successfully acquired lease")
-	l.V(4).Info("renewed")
-	l.Error(io.EOF, "watch failed")
-	got := buf.String()
-	for _, want := range []string{
-		`level=info logger=leaderelection lock=ns/name msg="successfully acquired lease"`,
-		`level=debug logger=leaderelection lock=ns/name msg=renewed`,
-		`level=error logger=leaderelection lock=ns/name msg="watch failed" err=EOF`,
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("log lacks %q:\n%s", want, got)
-		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,11 +30,13 @@ var kinds = map[string]func() any{
 	"v1/Namespace":      func() any { return new(corev1.Namespace) },
 	"v1/ServiceAccount": func() any { return new(corev1.ServiceAccount) },
 	"v1/ConfigMap":      func() any { return new(corev1.ConfigMap) },
-	"rbac.authorization.k8s.io/v1/ClusterRole":        func() any { return new(rbacv1.ClusterRole) },
-	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return new(rbacv1.ClusterRoleBinding) },
-	"rbac.authorization.k8s.io/v1/Role":               func() any { return new(rbacv1.Role) },
-	"rbac.authorization.k8s.io/v1/RoleBinding":        func() any { return new(rbacv1.RoleBinding) },
-	"apps/v1/Deployment":                              func() any { return new(appsv1.Deployment) },
+	"rbac.authorization.k8s.io/v1/ClusterRole":                         func() any { return new(rbacv1.ClusterRole) },
+	"rbac.authorization.k8s.io/v1/ClusterRoleBinding":                  func() any { return new(rbacv1.ClusterRoleBinding) },
+	"rbac.authorization.k8s.io/v1/Role":                                func() any { return new(rbacv1.Role) },
+	"rbac.authorization.k8s.io/v1/RoleBinding":                         func() any { return new(rbacv1.RoleBinding) },
+	"apps/v1/Deployment":                                               func() any { return new(appsv1.Deployment) },
+	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy":        func() any { return new(admissionregistrationv1.ValidatingAdmissionPolicy) },
+	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": func() any { return new(admissionregistrationv1.ValidatingAdmissionPolicyBinding) },
 }
 
 var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -44,6 +47,11 @@ func decodeManifests(t *testing.T, file string) []any {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decodeDocuments(t, file, b)
+}
+
+func decodeDocuments(t *testing.T, file string, b []byte) []any {
+	t.Helper()
 	var objs []any
 	for i, doc := range separator.Split(string(b), -1) {
 		var tm metav1.TypeMeta

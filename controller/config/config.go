@@ -28,6 +28,9 @@ type Config struct {
 	Burst      int
 	Workers    int
 
+	WatchSecrets bool
+	Coalesce     time.Duration
+
 	LeaderElect    bool
 	LeaseName      string
 	LeaseNamespace string
@@ -53,11 +56,15 @@ func (c *Config) Register(app *kingpin.Application) {
 		PlaceHolder("FILE").StringVar(&c.Kubeconfig)
 	flag("namespace", "Namespace whose ConfigMaps, Secrets and pods to watch. Repeatable; none watches the whole cluster.").
 		PlaceHolder("NAMESPACE").StringsVar(&c.Namespaces)
+	flag("watch-secrets", "Watch Secrets (by metadata only) as well as ConfigMaps; --no-watch-secrets leaves Secret edits to the kubelet's periodic sync, and then the controller needs no access to Secrets.").
+		Default("true").BoolVar(&c.WatchSecrets)
+	flag("coalesce", "Merge a burst of changes into fewer nudges: a pod nudged less than this ago waits until no change has come for this long, and at most 10 times this long; a single change is never delayed. 0 nudges on every change.").
+		Default("300ms").DurationVar(&c.Coalesce)
 	flag("qps", "Requests per second to the API server, sustained; the pods of a big ConfigMap are patched at this rate.").
 		Default("50").Float64Var(&c.QPS)
 	flag("burst", "Requests to the API server in a burst above --qps.").
 		Default("100").IntVar(&c.Burst)
-	flag("workers", "ConfigMaps and Secrets whose pods are patched in parallel.").
+	flag("workers", "Pods patched in parallel.").
 		Default("2").IntVar(&c.Workers)
 
 	flag("leader-elect", "Patch pods only while holding a Lease, so that several replicas can run; --no-leader-elect for one replica.").
@@ -143,6 +150,9 @@ func (c *Config) check() error {
 	}
 	if c.Burst < 1 {
 		return fmt.Errorf("--burst %d: must be at least 1", c.Burst)
+	}
+	if c.Coalesce < 0 || c.Coalesce > 10*time.Second {
+		return fmt.Errorf("--coalesce %s: want 0 to 10s", c.Coalesce)
 	}
 	if c.Workers < 1 || c.Workers > 100 {
 		return fmt.Errorf("--workers %d: want 1 to 100", c.Workers)

@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		QPS: 50, Burst: 100, Workers: 2,
+		QPS: 50, Burst: 100, Workers: 2, WatchSecrets: true, Coalesce: 300 * time.Millisecond,
 		LeaderElect: true, LeaseName: "hotreload-controller", LeaseNamespace: "hotreload-system", Identity: "hotreload-controller-7d9f-abc",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		ListenAddress: ":9534", TelemetryPath: "/metrics", LogLevel: "info", LogFormat: "logfmt",
@@ -43,11 +43,13 @@ func TestEnvironment(t *testing.T) {
 	t.Setenv("HOTRELOAD_NAMESPACE", "a\nb")
 	t.Setenv("HOTRELOAD_LEADER_ELECT", "false")
 	t.Setenv("HOTRELOAD_WEB_LISTEN_ADDRESS", ":9999")
+	t.Setenv("HOTRELOAD_WATCH_SECRETS", "false")
+	t.Setenv("HOTRELOAD_COALESCE", "0s")
 	c, err := parse(nil, "v", io.Discard, func(int) {}, outsidePod, noHost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(c.Namespaces, ",") != "a,b" || c.LeaderElect || c.ListenAddress != ":9999" {
+	if strings.Join(c.Namespaces, ",") != "a,b" || c.LeaderElect || c.ListenAddress != ":9999" || c.WatchSecrets || c.Coalesce != 0 {
 		t.Errorf("from the environment: %+v", c)
 	}
 }
@@ -77,6 +79,8 @@ func TestBadCommandLines(t *testing.T) {
 		{"zero qps", []string{"--qps", "0"}, false, "--qps 0: must be positive"},
 		{"zero burst", []string{"--burst", "0"}, false, "--burst 0: must be at least 1"},
 		{"no workers", []string{"--workers", "0"}, false, "--workers 0: want 1 to 100"},
+		{"negative coalesce", []string{"--coalesce=-1s"}, false, "--coalesce -1s: want 0 to 10s"},
+		{"long coalesce", []string{"--coalesce", "1m"}, false, "--coalesce 1m0s: want 0 to 10s"},
 		{"too many workers", []string{"--workers", "1000"}, false, "--workers 1000: want 1 to 100"},
 		{"empty lease name", []string{"--leader-elect.lease-name", ""}, false, "--leader-elect.lease-name"},
 		{"renew deadline too short", []string{"--leader-elect.renew-deadline", "2s"}, false, "--leader-elect.renew-deadline 2s: must be more than 1.2 times --leader-elect.retry-period 2s"},

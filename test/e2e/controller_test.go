@@ -90,6 +90,9 @@ func startController(t *testing.T) []ctlReplica {
 		replicas = append(replicas, ctlReplica{dig[string](pod, "metadata", "name"), port})
 	})
 	mustKubectl(t, manifests, "apply", "-f", "-")
+	// As shipped: its patches pass the admission policy that limits them
+	// to the pods' hotreload.dev/ annotations.
+	mustKubectl(t, readManifest(t, "examples/controller/admission-policy.yaml"), "apply", "-f", "-")
 	t.Cleanup(func() {
 		if t.Failed() {
 			dump(t, controllerNS)
@@ -378,6 +381,10 @@ stringData: {token: "0"}
 			}
 		})
 
+		t.Run("a burst of edits", func(t *testing.T) {
+			burstOfEdits(t, ns, cmPod, leaderOf(t, replicas))
+		})
+
 		t.Run("a pod that did not opt in is never patched", func(t *testing.T) {
 			if v := nudgedValue(ns, bystander.name); v != "" {
 				t.Errorf("%s was patched: %s=%s", bystander.name, controller.AnnotationNudged, v)
@@ -428,6 +435,64 @@ stringData: {token: "0"}
 			scale(t, replicas[0])
 		})
 	})
+}
+
+// burstOfEdits makes issue #26's burst, 50 edits of one ConfigMap 200 ms
+// apart, with the controller's default --coalesce, and counts the pod's
+// nudges and the app's reloads; without coalescing the issue saw 50 nudges
+// and 11 to 12 reloads per pod. The last edit must still reach the app.
+func burstOfEdits(t *testing.T, ns string, p testPod, leader ctlReplica) {
+	cs := k8sClient(t)
+	ctx := context.Background()
+	editGap()
+	before, err := appConfig(p.appPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := func() float64 {
+		v, _, _ := metric(leader.metrics(), "hotreload_controller_nudges_total", map[string]string{"result": controller.ResultPatched})
+		return v
+	}
+	patched0 := patched()
+	annotated := watchAnnotation(t, ns, p.name)
+	const edits, gap = 50, 200 * time.Millisecond
+	tick := time.NewTicker(gap)
+	defer tick.Stop()
+	var last time.Time
+	want := ""
+	for i := range edits {
+		if i > 0 {
+			<-tick.C
+		}
+		want = fmt.Sprintf("burst-%d", i)
+		last = time.Now()
+		if _, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, "settings", types.MergePatchType,
+			[]byte(`{"data":{"edit":"`+want+`"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := waitLoaded(t, nudgeWait, p.appPort, "/etc/config/edit", want)
+	// Let anything still on its way arrive before counting.
+	time.Sleep(2 * time.Second)
+	nudges := 0
+	for len(annotated) > 0 {
+		<-annotated
+		nudges++
+	}
+	after, err := appConfig(p.appPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	figure(t, "controller: burst of %d edits %s apart (--coalesce 300ms): %d nudges of the pod (%.0f patches counted by the leader), %d app reloads; last edit served %.2fs after it was made (issue #26, uncoalesced: 50 nudges, 11-12 reloads)",
+		edits, gap, nudges, patched()-patched0, after.Generation-before.Generation, l.LoadedAt.Sub(last).Seconds())
+	// 10 s of edits: the first at once, then at most one per 3 s, and one
+	// after the last; a margin for the edits' own jitter.
+	if nudges > 8 {
+		t.Errorf("%d nudges for one burst, want at most 8: the burst was not coalesced", nudges)
+	}
+	if d := l.LoadedAt.Sub(last); d > time.Second {
+		t.Logf("goal missed: the last edit served %s after it was made (goal < 1s)", d)
+	}
 }
 
 // scale stores scalePods pods bound to a node that does not exist (no
