@@ -757,10 +757,12 @@ func (c *Controller) observe(ctx context.Context, key controller.ObjectKey, ms [
 			}
 			b, ok := c.baselines[m.pod.UID]
 			// A pod in restart mode restarts to apply the revision: count
-			// its restarts from when it reports it applied.
+			// its restarts from when it is Ready again after reporting it
+			// applied (the kubelet's status has the restart by then).
 			applied := m.Report != nil && m.Report.Running == cand.Revision && m.Report.Result == ResultApplied
 			if !ok || b.rev != cand.Revision {
-				if m.restart && !applied {
+				if m.restart && !(applied && m.Ready) {
+					m.Settling = applied
 					continue
 				}
 				b = baseline{rev: cand.Revision, restarts: m.restarts}

@@ -91,6 +91,10 @@ type Member struct {
 	// Restarted: a container restarted since the pod was seen on the
 	// candidate (in restart mode: since it applied it).
 	Restarted bool
+	// Settling: in restart mode, the pod reports the candidate applied
+	// (its app restarted) but has not been Ready since: it is waited for,
+	// not aborted, until the progress deadline.
+	Settling bool
 	// Env: the pod uses the source only through env vars, in restart
 	// mode: a new revision restarts its app, which reads the source as it
 	// is then, so it never goes back to stable.
@@ -411,6 +415,8 @@ func (d *decision) progress() {
 		case r != nil && r.Result == ResultRejected && r.Rejected == rev:
 			d.abort(fmt.Sprintf("pod %s rejected revision %s: %s", m.Name, rev, oneLine(r.Error)))
 			return
+		case r != nil && r.Running == rev && r.Result == ResultApplied && m.Settling:
+			pending = append(pending, m.Name+" (restarted, not Ready yet)")
 		case r != nil && r.Running == rev && r.Result == ResultApplied:
 			switch {
 			case !m.Ready:
@@ -542,7 +548,7 @@ func (d *decision) count(chosen []Member) {
 			continue
 		}
 		st.Updated++
-		if r := m.Report; m.Want == rev && r != nil && r.Running == rev && r.Result == ResultApplied && m.Ready && !m.Restarted {
+		if r := m.Report; m.Want == rev && r != nil && r.Running == rev && r.Result == ResultApplied && m.Ready && !m.Restarted && !m.Settling {
 			st.Healthy++
 		}
 	}

@@ -53,6 +53,8 @@ type env struct {
 	queryVal float64
 	queryErr error
 	scrapes  int
+	// restartModel, if set, reports restarting pods as pending.
+	restartModel *kubelet
 }
 
 func newEnv(t *testing.T) *env {
@@ -132,7 +134,7 @@ func (e *env) controller(ctx context.Context, wg *sync.WaitGroup, opts Options) 
 		}
 	}
 	e.reg = prometheus.NewRegistry()
-	logger := log.NewLogfmtLogger(e.logs)
+	logger := log.With(log.NewLogfmtLogger(e.logs), "ts", log.DefaultTimestampUTC)
 	rc, err := New(logger, e.reg, opts)
 	if err != nil {
 		e.t.Fatal(err)
@@ -194,6 +196,9 @@ func (e *env) report(_ context.Context, p *corev1.Pod, ref string) (*Report, err
 	}
 	if f := e.behave[p.Name]; f != nil {
 		f(r)
+	}
+	if k := e.restartModel; k != nil {
+		k.report(p, r)
 	}
 	return r, nil
 }
