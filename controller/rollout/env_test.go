@@ -194,11 +194,11 @@ func (e *env) report(_ context.Context, p *corev1.Pod, ref string) (*Report, err
 	if e.rejects[want] {
 		r.Running, r.Result, r.Rejected, r.Error = "", ResultRejected, want, "POST http://127.0.0.1:9090/-/reload: status 500"
 	}
-	if f := e.behave[p.Name]; f != nil {
-		f(r)
-	}
 	if k := e.restartModel; k != nil {
 		k.report(p, r)
+	}
+	if f := e.behave[p.Name]; f != nil {
+		f(r)
 	}
 	return r, nil
 }

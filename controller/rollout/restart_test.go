@@ -212,7 +212,7 @@ func TestRefusedPods(t *testing.T) {
 // poll waits, in virtual time, until cond holds, for at most 5 minutes.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
