@@ -474,7 +474,7 @@ func (c *Controller) rolloutOf(s *scope, key controller.ObjectKey) (*ConfigRollo
 	var rs []*ConfigRollout
 	for _, o := range objs {
 		if r, ok := o.(*ConfigRollout); ok {
-			rs = append(rs, c.latestCR(key, r))
+			rs = append(rs, c.latestCR(key, r).DeepCopy())
 		}
 	}
 	if len(rs) == 0 {
