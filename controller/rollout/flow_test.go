@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -231,6 +232,45 @@ func TestEnvSourceRestartsOneAtATime(t *testing.T) {
 		on := e.onRevision("configmap/env", bad)
 		if !slices.Equal(on, []string{"app-00", "app-01"}) {
 			t.Errorf("after the abort %v are on %s, want app-00 and app-01 left there", on, bad)
+		}
+	})
+}
+
+// A query that fails when a rollout would start refuses to start it: the
+// phase is Failed, no pod moves, an Event says why; once the query
+// answers, the rollout starts by itself.
+func TestFailingQueryRefusesToStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.configMap("app", map[string]string{"app.yaml": "v: 1"})
+		tenPods(e)
+		mx := 1.0
+		e.rollout("app", "app", []string{"10%", "100%"}, "", func(s *Spec) {
+			s.Analysis = &Analysis{Prometheus: &PrometheusAnalysis{Address: "http://prometheus:9090", Query: "q", Max: &mx}}
+		})
+		e.mu.Lock()
+		e.queryErr = errors.New("dial tcp 10.0.0.9:9090: connect: connection refused")
+		e.mu.Unlock()
+		e.start(Options{})
+		e.waitPhase("app", PhaseHealthy, time.Minute)
+		rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
+		r := e.waitPhase("app", PhaseFailed, time.Minute)
+		if !strings.Contains(r.Status.Message, "does not start: the analysis query fails: dial tcp") {
+			t.Errorf("message %q", r.Status.Message)
+		}
+		time.Sleep(time.Minute)
+		if got := e.everRevision("configmap/app", rev); len(got) != 0 {
+			t.Errorf("%v were moved though the rollout did not start", got)
+		}
+		if !e.hasEvent("ConfigRollout", ReasonInvalid, "the analysis query fails") {
+			t.Errorf("no PolicyInvalid Event: %v", e.events())
+		}
+		e.mu.Lock()
+		e.queryErr = nil
+		e.mu.Unlock()
+		r = e.waitPhase("app", PhaseHealthy, 2*time.Minute)
+		if r.Status.StableRevision != rev {
+			t.Errorf("stable %s once the query answers, want %s", r.Status.StableRevision, rev)
 		}
 	})
 }
