@@ -230,8 +230,8 @@ func TestSecretRolloutsManifest(t *testing.T) {
 		t.Errorf("rules %+v, want get, create, update and delete of secrets", cr.Rules)
 	}
 	rb := only[*rbacv1.RoleBinding](t, objs)
-	if rb.Namespace == "" || rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != cr.Name {
-		t.Errorf("binding %+v: want a RoleBinding in a namespace of the ClusterRole %s", rb, cr.Name)
+	if rb.Namespace != "" || rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != cr.Name {
+		t.Errorf("binding %+v: want a RoleBinding of the ClusterRole %s that names no namespace (kubectl apply -n places it)", rb, cr.Name)
 	}
 	for _, o := range decodeManifests(t, "controller.yaml") {
 		if b, ok := o.(*rbacv1.ClusterRoleBinding); ok && b.RoleRef.Name == cr.Name {
