@@ -184,7 +184,10 @@ func (c *Controller) Attach(s controller.Scope) error {
 	if _, err := s.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { c.podChanged(obj) },
-		DeleteFunc: func(obj any) { c.podChanged(obj) },
+		DeleteFunc: func(obj any) {
+			c.podChanged(obj)
+			c.forget(obj)
+		},
 	}); err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
@@ -299,6 +302,20 @@ func (c *Controller) podChanged(obj any) {
 	}
 	for _, k := range Sources(p) {
 		c.add(k)
+	}
+}
+
+// forget drops what is kept about a deleted pod.
+func (c *Controller) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		c.mu.Lock()
+		delete(c.baselines, p.UID)
+		delete(c.rejected, p.UID)
+		delete(c.wrotePod, p.UID)
+		c.mu.Unlock()
 	}
 }
 
