@@ -1034,6 +1034,13 @@ func (c *Controller) patchPods(ctx context.Context, key controller.ObjectKey, ms
 			case err == nil:
 				c.m.patches.WithLabelValues("patched").Inc()
 				level.Debug(logger).Log("msg", "pod moved", "pod", p.Name, "revision", rev)
+				if m.restart && m.Want != "" && m.Want != rev {
+					// What tells this restart from a crash, in the pod's Events.
+					if rec := c.recorder(); rec != nil {
+						rec.Eventf(&corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}, corev1.EventTypeNormal, ReasonRestartAssigned,
+							"revision %s of %s assigned: hotreload restarts the app's container to apply it", rev, ref)
+					}
+				}
 				if t, err := controller.TrimPod(got); err == nil {
 					c.mu.Lock()
 					c.wrotePod[p.UID] = written[*corev1.Pod]{from: p.ResourceVersion, obj: t.(*corev1.Pod)}

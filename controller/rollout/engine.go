@@ -185,6 +185,9 @@ const (
 	ReasonInvalid       = "PolicyInvalid"
 	ReasonPodRejected   = "PodRejected"
 	ReasonActionIgnored = "ActionIgnored"
+	// ReasonRestartAssigned, on a pod in restart mode: it was given a new
+	// revision, which its sidecar applies by restarting the app.
+	ReasonRestartAssigned = "RestartAssigned"
 )
 
 // PollInterval is how often a running rollout is decided again, to read

@@ -149,6 +149,9 @@ func TestRestartModeOneAtATime(t *testing.T) {
 						t.Errorf("%s restarted %d times, want once", n, k.restarts[n])
 					}
 				}
+				if !e.hasEvent("Pod", ReasonRestartAssigned, "hotreload restarts the app's container") {
+					t.Errorf("no RestartAssigned Event on the pods: %v", e.events())
+				}
 				if !strings.Contains(e.logs.String(), "restart:configmap/app") {
 					t.Errorf("no log line names the restart rollout")
 				}
