@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/controller/rollout"
+	crl "github.com/hotreload/hotreload/controller/rollout"
 )
 
 // In-place restarts (#25): an app that cannot reload, its config in a
@@ -224,7 +224,7 @@ func restartInPlace(t *testing.T) {
 	t.Run("events", func(t *testing.T) {
 		out := mustKubectl(t, nil, "-n", ns, "get", "events", "--sort-by=.lastTimestamp", "-o", "custom-columns=REASON:.reason,OBJECT:.involvedObject.name,COUNT:.count,MESSAGE:.message")
 		t.Logf("events:\n%s", out)
-		for _, reason := range []string{rollout.ReasonRestartAssigned, "Started"} {
+		for _, reason := range []string{crl.ReasonRestartAssigned, "Started"} {
 			if !strings.Contains(out, reason) {
 				t.Errorf("no %s Event", reason)
 			}

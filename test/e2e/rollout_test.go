@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hotreload/hotreload/controller"
-	"github.com/hotreload/hotreload/controller/rollout"
+	crl "github.com/hotreload/hotreload/controller/rollout"
 	"github.com/hotreload/hotreload/internal/binary"
 )
 
@@ -47,7 +47,7 @@ const (
 )
 
 // crClient is a client of ConfigRollouts for the tests.
-func crClient(t *testing.T) *rollout.Client {
+func crClient(t *testing.T) *crl.Client {
 	t.Helper()
 	rc, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 	if err != nil {
@@ -57,7 +57,7 @@ func crClient(t *testing.T) *rollout.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rollout.NewClient(d)
+	return crl.NewClient(d)
 }
 
 // startRolloutController applies the CRD and the controller.
@@ -69,8 +69,8 @@ func startRolloutController(t *testing.T) []ctlReplica {
 }
 
 // sidecarReport is what GET /-/content of a pod's sidecar says about ref.
-func sidecarReport(p pod, ref string) (rollout.Report, error) {
-	var r rollout.Report
+func sidecarReport(p pod, ref string) (crl.Report, error) {
+	var r crl.Report
 	code, body, err := binary.Get(p.url(hotreloadPort, "/-/content"))
 	if err == nil && code != 200 {
 		err = fmt.Errorf("status %d", code)
@@ -81,7 +81,7 @@ func sidecarReport(p pod, ref string) (rollout.Report, error) {
 	var c struct {
 		Views []struct {
 			Ref string `json:"ref"`
-			rollout.Report
+			crl.Report
 		} `json:"views"`
 	}
 	if err := json.Unmarshal([]byte(body), &c); err != nil {
@@ -97,11 +97,11 @@ func sidecarReport(p pod, ref string) (rollout.Report, error) {
 
 // waitRolloutPhase waits until the ConfigRollout is in phase (and, if
 // stable is set, has that stable revision).
-func waitRolloutPhase(t *testing.T, ns, name, phase, stable string, timeout time.Duration) *rollout.ConfigRollout {
+func waitRolloutPhase(t *testing.T, ns, name, phase, stable string, timeout time.Duration) *crl.ConfigRollout {
 	t.Helper()
 	c := crClient(t)
 	var (
-		r   *rollout.ConfigRollout
+		r   *crl.ConfigRollout
 		err error
 	)
 	waitFor(t, timeout, func() bool {
@@ -141,7 +141,7 @@ func watchRevisions(t *testing.T, ns, ref string) *revisionsWatch {
 			if !ok {
 				continue
 			}
-			rev := rollout.Revisions(p)[ref]
+			rev := crl.Revisions(p)[ref]
 			rw.mu.Lock()
 			rw.now[p.Name] = rev
 			if rw.ever[rev] == nil {
@@ -236,7 +236,7 @@ func TestRollout(t *testing.T) {
 		if len(pods) != 10 {
 			t.Fatalf("%d pods, want 10", len(pods))
 		}
-		r := waitRolloutPhase(t, ns, rolloutCM, rollout.PhaseHealthy, "", rolloutWaitT)
+		r := waitRolloutPhase(t, ns, rolloutCM, crl.PhaseHealthy, "", rolloutWaitT)
 		stable := r.Status.StableRevision
 		waitFor(t, nudgeWait, func() bool {
 			ps, err := podsOf(ns, map[string]string{"app.kubernetes.io/name": rolloutApp})
@@ -244,7 +244,7 @@ func TestRollout(t *testing.T) {
 				return false
 			}
 			for _, p := range ps {
-				if rollout.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] != stable {
+				if crl.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] != stable {
 					return false
 				}
 			}
@@ -261,11 +261,11 @@ func TestRollout(t *testing.T) {
 		return resourceVersion(t, ns, "configmap", rolloutCM)
 	}
 	// timeline prints the rollout's status as it changes until it ends.
-	timeline := func(t *testing.T, ns string, start time.Time, until func(*rollout.ConfigRollout) bool) *rollout.ConfigRollout {
+	timeline := func(t *testing.T, ns string, start time.Time, until func(*crl.ConfigRollout) bool) *crl.ConfigRollout {
 		t.Helper()
 		c := crClient(t)
 		last := ""
-		var r *rollout.ConfigRollout
+		var r *crl.ConfigRollout
 		waitFor(t, rolloutWaitT, func() bool {
 			var err error
 			if r, err = c.Get(context.Background(), ns, rolloutCM); err != nil {
@@ -288,10 +288,10 @@ func TestRollout(t *testing.T) {
 		before := apiRequests(t, leader)
 		start := time.Now()
 		rev := edit(t, ns, "e2e-good")
-		r := timeline(t, ns, start, func(r *rollout.ConfigRollout) bool {
-			return r.Status.Phase == rollout.PhaseHealthy && r.Status.StableRevision == rev || r.Status.Phase == rollout.PhaseAborted
+		r := timeline(t, ns, start, func(r *crl.ConfigRollout) bool {
+			return r.Status.Phase == crl.PhaseHealthy && r.Status.StableRevision == rev || r.Status.Phase == crl.PhaseAborted
 		})
-		if r.Status.Phase != rollout.PhaseHealthy {
+		if r.Status.Phase != crl.PhaseHealthy {
 			t.Fatalf("phase %s: %s", r.Status.Phase, r.Status.Message)
 		}
 		figure(t, "rollout: a good edit, 10 pods, steps 10%%/50%%/100%%, bake 10s: promoted %.1fs after the edit", time.Since(start).Seconds())
@@ -337,7 +337,7 @@ func TestRollout(t *testing.T) {
 		})
 		defer func() { cancel(); wg.Wait() }()
 		bad := edit(t, ns, "e2e-unhealthy")
-		r := waitRolloutPhase(t, ns, rolloutCM, rollout.PhaseAborted, "", rolloutWaitT)
+		r := waitRolloutPhase(t, ns, rolloutCM, crl.PhaseAborted, "", rolloutWaitT)
 		aborted := time.Now()
 		if !strings.Contains(r.Status.Message, "is not Ready") {
 			t.Errorf("abort message %q, want the pod that turned NotReady", r.Status.Message)
@@ -385,15 +385,15 @@ func TestRollout(t *testing.T) {
 		pods, stable := setup(t, ns)
 		rev := edit(t, ns, "e2e-disturbed")
 		start := time.Now()
-		timeline(t, ns, start, func(r *rollout.ConfigRollout) bool {
-			return r.Status.Revision == rev && r.Status.Step >= step && r.Status.Updated > 0 || r.Status.Phase == rollout.PhaseHealthy && r.Status.StableRevision == rev
+		timeline(t, ns, start, func(r *crl.ConfigRollout) bool {
+			return r.Status.Revision == rev && r.Status.Step >= step && r.Status.Updated > 0 || r.Status.Phase == crl.PhaseHealthy && r.Status.StableRevision == rev
 		})
 		do(t, ns, pods, rev)
 		want := rev
-		if wantPhase == rollout.PhaseAborted {
+		if wantPhase == crl.PhaseAborted {
 			want = stable
 		}
-		r := timeline(t, ns, start, func(r *rollout.ConfigRollout) bool {
+		r := timeline(t, ns, start, func(r *crl.ConfigRollout) bool {
 			return r.Status.Phase == wantPhase && r.Status.StableRevision == want
 		})
 		figure(t, "rollout: %s: ended %s %.1fs after the edit (%s)", t.Name(), r.Status.Phase, time.Since(start).Seconds(), r.Status.Message)
@@ -406,7 +406,7 @@ func TestRollout(t *testing.T) {
 				if p.Metadata.DeletionTimestamp != nil {
 					continue
 				}
-				if rep, err := sidecarReport(p, rolloutRef); err != nil || rep.Running != want || rep.Result != rollout.ResultApplied {
+				if rep, err := sidecarReport(p, rolloutRef); err != nil || rep.Running != want || rep.Result != crl.ResultApplied {
 					return false
 				}
 			}
@@ -416,18 +416,18 @@ func TestRollout(t *testing.T) {
 	t.Run("during a rollout: a pod deleted", func(t *testing.T) {
 		disturb(t, 1, func(t *testing.T, ns string, pods []pod, rev string) {
 			for _, p := range pods {
-				if p, err := getPod(ns, p.Metadata.Name); err == nil && rollout.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
+				if p, err := getPod(ns, p.Metadata.Name); err == nil && crl.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
 					mustKubectl(t, nil, "-n", ns, "delete", "pod", p.Metadata.Name, "--wait=false")
 					return
 				}
 			}
 			t.Fatal("no pod on the candidate to delete")
-		}, rollout.PhaseHealthy)
+		}, crl.PhaseHealthy)
 	})
 	t.Run("during a rollout: scaled up", func(t *testing.T) {
 		disturb(t, 2, func(t *testing.T, ns string, _ []pod, _ string) {
 			mustKubectl(t, nil, "-n", ns, "scale", "deployment", rolloutApp, "--replicas=13")
-		}, rollout.PhaseHealthy)
+		}, crl.PhaseHealthy)
 	})
 	t.Run("during a rollout: the leader killed", func(t *testing.T) {
 		disturb(t, 2, func(t *testing.T, _ string, _ []pod, _ string) {
@@ -436,18 +436,18 @@ func TestRollout(t *testing.T) {
 			var holder string
 			waitFor(t, nudgeWait, func() bool { holder = leaseHolder(t); return holder != "" && holder != old.name }, func() string { return "no new leader" })
 			replicas = []ctlReplica{{holder, waitReady(t, controllerNS, holder).Status.PodIP}}
-		}, rollout.PhaseHealthy)
+		}, crl.PhaseHealthy)
 	})
 	t.Run("during a rollout: an app container killed", func(t *testing.T) {
 		disturb(t, 1, func(t *testing.T, ns string, pods []pod, rev string) {
 			for _, p := range pods {
-				if p, err := getPod(ns, p.Metadata.Name); err == nil && rollout.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
+				if p, err := getPod(ns, p.Metadata.Name); err == nil && crl.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
 					kill(t, mainProc(t, ns, p.Metadata.Name, "app"), syscall.SIGKILL)
 					return
 				}
 			}
 			t.Fatal("no pod on the candidate")
-		}, rollout.PhaseAborted)
+		}, crl.PhaseAborted)
 	})
 
 	t.Run("policy validation", func(t *testing.T) {
@@ -512,7 +512,7 @@ func prometheusRefuses(t *testing.T) {
 	mustKubectl(t, encode(t, objs), "-n", ns, "apply", "-f", "-")
 	// The image name of the examples: load-images.sh tags it.
 	pods := rollout(t, ns, rolloutApp)
-	stable := waitRolloutPhase(t, ns, rolloutCM, rollout.PhaseHealthy, "", rolloutWaitT).Status.StableRevision
+	stable := waitRolloutPhase(t, ns, rolloutCM, crl.PhaseHealthy, "", rolloutWaitT).Status.StableRevision
 	rw := watchRevisions(t, ns, rolloutRef)
 	// Every pod's sidecar, polled: which revision its directory ever held.
 	held := map[string]map[string]bool{}
@@ -537,7 +537,7 @@ func prometheusRefuses(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	patchConfigMap(t, ns, rolloutCM, map[string]string{"prometheus.yml": "global:\n  scrape_interval: e2e-invalid\n"})
 	bad := resourceVersion(t, ns, "configmap", rolloutCM)
-	r := waitRolloutPhase(t, ns, rolloutCM, rollout.PhaseAborted, "", rolloutWaitT)
+	r := waitRolloutPhase(t, ns, rolloutCM, crl.PhaseAborted, "", rolloutWaitT)
 	aborted := time.Now()
 	if !strings.Contains(r.Status.Message, "rejected revision "+bad) {
 		t.Errorf("abort message %q, want the pod that rejected %s", r.Status.Message, bad)
@@ -589,7 +589,7 @@ func rolloutScale(t *testing.T, leader ctlReplica) {
 		for ev := range w.ResultChan() {
 			if p, ok := ev.Object.(*corev1.Pod); ok {
 				mu.Lock()
-				want[p.Name] = rollout.Revisions(p)["configmap/shared"]
+				want[p.Name] = crl.Revisions(p)["configmap/shared"]
 				mu.Unlock()
 			}
 		}
@@ -643,7 +643,7 @@ func rolloutScale(t *testing.T, leader ctlReplica) {
 					Containers: []corev1.Container{{Name: "app", Image: "localhost/hotreload-e2e/pause:e2e"}},
 					Volumes: []corev1.Volume{
 						{Name: "source", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}},
-						{Name: "stable", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared" + rollout.StableSuffix}, Optional: &yes}}},
+						{Name: "stable", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared" + crl.StableSuffix}, Optional: &yes}}},
 					},
 				},
 			}
@@ -665,13 +665,13 @@ func rolloutScale(t *testing.T, leader ctlReplica) {
 		_ = cs.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	})
 	c := crClient(t)
-	if _, err := c.Create(ctx, &rollout.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns},
-		Spec: rollout.Spec{Source: rollout.SourceRef{Kind: "ConfigMap", Name: "shared"}, Steps: []string{"10%", "50%", "100%"}, ProgressDeadline: "10m"}}); err != nil {
+	if _, err := c.Create(ctx, &crl.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns},
+		Spec: crl.Spec{Source: crl.SourceRef{Kind: "ConfigMap", Name: "shared"}, Steps: []string{"10%", "50%", "100%"}, ProgressDeadline: "10m"}}); err != nil {
 		t.Fatal(err)
 	}
 	// Adoption: every pod named with the stable revision.
 	startAdopt := time.Now()
-	stable := waitRolloutPhase(t, ns, "shared", rollout.PhaseHealthy, "", 10*time.Minute).Status.StableRevision
+	stable := waitRolloutPhase(t, ns, "shared", crl.PhaseHealthy, "", 10*time.Minute).Status.StableRevision
 	waitFor(t, 10*time.Minute, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -692,7 +692,7 @@ func rolloutScale(t *testing.T, leader ctlReplica) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := waitRolloutPhase(t, ns, "shared", rollout.PhaseHealthy, cm.ResourceVersion, 20*time.Minute)
+	r := waitRolloutPhase(t, ns, "shared", crl.PhaseHealthy, cm.ResourceVersion, 20*time.Minute)
 	took := time.Since(start)
 	ws2, rss2 := workingSet(t, controllerNS, leader.name, "controller"), rss()
 	figure(t, "rollout: scale: %d pods, steps 10%%/50%%/100%%, bake 0s: promoted %.1fs after the edit (%s; default --qps 50 --burst 100)", scalePods, took.Seconds(), r.Status.Message)
