@@ -253,7 +253,7 @@ func (e *env) pod(name, source string, opts ...podOpt) {
 			Annotations: map[string]string{controller.AnnotationRollout: "true"}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyAlways,
-			Containers: []corev1.Container{{Name: "app"}, {Name: "hotreload", Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9533}}}},
+			Containers:    []corev1.Container{{Name: "app"}, {Name: "hotreload", Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9533}}}},
 			Volumes: []corev1.Volume{
 				{Name: "source", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: source}}}},
 				{Name: "stable", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: source + StableSuffix}, Optional: &t}}},

@@ -66,7 +66,7 @@ func TestPauseResumePromote(t *testing.T) {
 		e.waitPhase("app", PhaseHealthy, time.Minute)
 		e.setPaused("app", true)
 		rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
-		r := e.waitPhase("app", PhasePaused, time.Minute)
+		e.waitPhase("app", PhasePaused, time.Minute)
 		time.Sleep(time.Minute)
 		if got := e.onRevision("configmap/app", rev); len(got) != 0 {
 			t.Errorf("paused before it started, yet %v were moved", got)
@@ -75,7 +75,7 @@ func TestPauseResumePromote(t *testing.T) {
 		poll(t, "step 1 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 1 })
 		time.Sleep(2 * time.Second)
 		e.setPaused("app", true)
-		r = e.waitPhase("app", PhasePaused, time.Minute)
+		r := e.waitPhase("app", PhasePaused, time.Minute)
 		time.Sleep(time.Minute)
 		if got := e.onRevision("configmap/app", rev); len(got) != 1 || r.Status.Step != 1 {
 			t.Errorf("paused at step %d with %v on the candidate, want step 1 and one pod", r.Status.Step, got)
@@ -84,7 +84,7 @@ func TestPauseResumePromote(t *testing.T) {
 			t.Errorf("no RolloutPaused Event")
 		}
 		e.annotate("app", AnnotationAction, ActionPromote)
-		r = e.waitPhase("app", PhaseHealthy, time.Minute)
+		e.waitPhase("app", PhaseHealthy, time.Minute)
 		synctest.Wait()
 		r = e.get("app")
 		if r.Status.StableRevision != rev || r.Status.LastAction != "promote "+rev || r.Annotations[AnnotationAction] != "" {
