@@ -524,19 +524,11 @@ func (c *Controller) latestPod(p *corev1.Pod) *corev1.Pod {
 		if w.from == p.ResourceVersion {
 			return w.obj
 		}
-		if w.obj.ResourceVersion == p.ResourceVersion || !newer(w.obj.ResourceVersion, p.ResourceVersion) {
+		if w.obj.ResourceVersion == p.ResourceVersion || !controller.Newer(w.obj.ResourceVersion, p.ResourceVersion) {
 			delete(c.wrotePod, p.UID)
 		}
 	}
 	return p
-}
-
-// newer compares resourceVersions as the numbers etcd makes them.
-func newer(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) > len(b)
-	}
-	return a > b
 }
 
 // metaRV is the resourceVersion of an object in the metadata cache.
@@ -688,6 +680,13 @@ func (c *Controller) sync(ctx context.Context, key controller.ObjectKey) (time.D
 	var st sumEntry
 	if polErr == nil {
 		stRV, _, exists := s.metaRV(sk)
+		if !exists {
+			// Created by this replica, and not in the informer's cache
+			// yet: read it (an empty version is never a cache hit).
+			c.mu.Lock()
+			_, exists = c.sums[sk]
+			c.mu.Unlock()
+		}
 		var err error
 		if exists {
 			st, err = c.sumOf(ctx, sk, stRV)
