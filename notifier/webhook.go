@@ -480,7 +480,13 @@ func (w *Webhook) Notify(ctx context.Context) error {
 	if body != "" {
 		msg += ": " + body
 	}
-	return w.fail(msg, &StatusError{Code: resp.StatusCode, Body: body}, token)
+	se := &StatusError{Code: resp.StatusCode, Body: body}
+	if errors.Is(se, ErrRefused) {
+		// The reason a view reports names the request and the status,
+		// never the answer, which may quote the configuration.
+		return Refused(w.fail(msg, se, token), fmt.Sprintf("%s: status %d", w.op, resp.StatusCode))
+	}
+	return w.fail(msg, se, token)
 }
 
 // StatusError is a failed attempt that the app answered with a status code

@@ -87,6 +87,16 @@ type Options struct {
 	// terms the user knows (a flag to set), or "". It is logged beside the
 	// error, under "hint".
 	Hint func(error) string
+	// Delivered, if set, is told each time every target has been given the
+	// same new content of a directory (what hotreload_volume_content_info
+	// shows). It is called with the Reloader's lock held: it must not block.
+	Delivered func(dir string, hash [32]byte)
+	// Refused, if set, is asked after every failed attempt, with its error
+	// and the content being delivered. Returning true says the failure was
+	// dealt with (a view put its previous content back): the content is not
+	// tried again, as for an unconfirmed one, until newer content is asked
+	// for.
+	Refused func(err error, content map[string][32]byte) bool
 }
 
 // content is what the volumes hold: a hash per directory.
@@ -498,6 +508,9 @@ func (r *Reloader) exportLocked(dir string) {
 		r.metrics.content.WithLabelValues(dir, e.value).Set(1)
 	}
 	r.volumes[dir] = e
+	if r.opts.Delivered != nil {
+		r.opts.Delivered(dir, hash)
+	}
 }
 
 // saveLocked writes what every target was given to the state file.
@@ -671,12 +684,17 @@ func (t *target) deliver(ctx context.Context, stop <-chan struct{}) outcome {
 		}
 		t.lastOK.Set(0)
 		unconfirmed := errors.Is(err, notifier.ErrUnconfirmed)
-		exhausted := unconfirmed || t.opts.Retries > 0 && attempt >= t.opts.Retries
+		refused := t.opts.Refused != nil && t.opts.Refused(err, c)
+		exhausted := refused || unconfirmed || t.opts.Retries > 0 && attempt >= t.opts.Retries
 		if exhausted {
 			t.duration.Observe(time.Since(start).Seconds())
 		}
 		t.failure.Inc() // last, as success is
 		switch {
+		case refused:
+			t.held, t.heldVersion = true, version
+			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload refused, the previous content is put back: not sent again for this content", "attempts", attempt)...)
+			return heldBack
 		case unconfirmed:
 			t.held, t.heldVersion = true, version
 			level.Error(t.logger).Log(t.failureKV(err, "msg", "reload not confirmed, not sent again for this content: the next change tries again", "attempts", attempt)...)

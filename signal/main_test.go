@@ -33,6 +33,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(envRestartHelper); mode != "" {
+		os.Exit(runRestartHelper(mode))
+	}
 	if mode := os.Getenv(envHelper); mode != "" {
 		os.Exit(runHelper(mode, os.Getenv(envDir)))
 	}

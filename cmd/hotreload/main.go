@@ -27,6 +27,7 @@ import (
 	"github.com/hotreload/hotreload/internal/web"
 	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/reloader"
+	"github.com/hotreload/hotreload/view"
 )
 
 func main() { os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -64,7 +65,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if state != nil {
 		defer state.Close()
 	}
-	r := reloader.New(logger, reg, targets, reloader.Options{
+	views, err := config.NewViews(logger, reg, cfg, key)
+	if err != nil {
+		return badInput(stderr, err)
+	}
+	opts := reloader.Options{
 		Debounce:       cfg.Debounce,
 		Retries:        cfg.Retries,
 		Backoff:        notifier.Backoff{Max: cfg.MaxBackoff},
@@ -78,7 +83,21 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		Hint:           cfg.Hint,
 		Key:            key,
 		Sensitive:      config.MayHoldSecret,
-	})
+	}
+	changes, viewStatus := w.Changes(), (func() []web.View)(nil)
+	if views != nil {
+		// The views sit between the watcher and the reloader: they write
+		// the app's directories, and the reloader delivers those.
+		opts.Initial, opts.Delivered, opts.Refused = views.Initial, views.Delivered, views.Refused
+		opts.Sensitive = func(dir string) bool {
+			if s, ok := views.Sensitive(dir); ok {
+				return s
+			}
+			return config.MayHoldSecret(dir)
+		}
+		changes, viewStatus = views.Changes(), func() []web.View { return webViews(views.Views()) }
+	}
+	r := reloader.New(logger, reg, targets, opts)
 	// Ready: every volume hashed, and the content at start known.
 	ready := func() bool { return w.Ready() && r.Ready() }
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, ready, func() []web.Volume {
@@ -87,7 +106,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			vols = append(vols, web.Volume{Dir: d.Dir, Hash: d.Value, DeliveredAt: d.At})
 		}
 		return vols
-	}))
+	}, viewStatus))
 	if err != nil {
 		return badInput(stderr, err)
 	}
@@ -114,7 +133,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return err
 	}, stopSignal)
 	g.Add(cli.Until(w.Run))
-	g.Add(cli.Until(func(ctx context.Context) error { return r.Run(ctx, w.Changes()) }))
+	if views != nil {
+		g.Add(cli.Until(func(ctx context.Context) error { return views.Run(ctx, w.Changes(), w.Initial) }))
+	}
+	g.Add(cli.Until(func(ctx context.Context) error { return r.Run(ctx, changes) }))
 	g.Add(cli.Until(srv.Run))
 	g.Add(cli.Until(func(ctx context.Context) error {
 		releaseStartup(ctx, logger, ready)
@@ -148,6 +170,16 @@ func releaseStartup(ctx context.Context, logger log.Logger, ready func() bool) {
 		level.Debug(logger).Log("msg", "gave back the start-up memory", "rss_before_kib", s.RSSBefore>>10, "rss_after_kib", s.RSSAfter>>10,
 			"file_before_kib", s.FileBefore>>10, "file_after_kib", s.FileAfter>>10, "unmapped_kib", s.Unmapped>>10)
 	})
+}
+
+// webViews is what /-/content says of the views.
+func webViews(vs []view.Status) []web.View {
+	out := make([]web.View, len(vs))
+	for i, v := range vs {
+		out[i] = web.View{Ref: v.Ref, Dir: v.Dir, Want: v.Want, Running: v.Running, Result: v.Result,
+			Error: v.Error, Rejected: v.Refused, Reason: v.Reason, At: v.At}
+	}
+	return out
 }
 
 // badInput reports a problem found before start, such as a bad flag or a

@@ -45,6 +45,7 @@ type Config struct {
 	ShutdownGrace     time.Duration
 
 	Signal SignalConfig
+	Fleet  FleetConfig // --view, --pod-annotations, --restart-container
 
 	ListenAddress string
 	WebConfigFile string // --web.config.file; "" serves plain HTTP without auth
@@ -136,6 +137,9 @@ func (c *Config) Register(app *kingpin.Application) {
 		SetValue(boolValue{"signal-force", &c.Signal.Force})
 	duration("signal-confirm-timeout", "After signalling a process that has children (nginx's workers), wait up to this long for it to replace them, as a reload that took does; 0 does not check.", defaultConfirmTimeout.String(), &c.Signal.ConfirmTimeout)
 
+	// Views and in-place restarts.
+	c.registerFleet(flag, duration)
+
 	// prometheus-config-reloader's names for the same things, which the
 	// Prometheus community charts pass since prometheus chart 20.0 and
 	// alertmanager chart 1.0: with them, swapping the image is enough.
@@ -179,8 +183,8 @@ func Parse(args []string, version string, out io.Writer, terminate func(int)) (*
 }
 
 func (c *Config) check() error {
-	if len(c.VolumeDirs) == 0 {
-		return errors.New("--volume-dir is required: give the directory to watch")
+	if len(c.VolumeDirs) == 0 && len(c.Fleet.Views) == 0 {
+		return errors.New("--volume-dir is required: give the directory to watch (or a --view)")
 	}
 	for _, d := range c.VolumeDirs {
 		if strings.TrimSpace(d) == "" {
@@ -198,11 +202,11 @@ func (c *Config) check() error {
 	if err := web.CheckConfigFile(c.WebConfigFile); err != nil {
 		return fmt.Errorf("--web.config.file %s: %w", c.WebConfigFile, err)
 	}
-	if len(c.WebhookURLs) == 0 && c.Signal.Signal == "" {
-		return errors.New("no target: give --webhook-url or --signal")
+	if len(c.WebhookURLs) == 0 && c.Signal.Signal == "" && !c.Fleet.RestartContainer {
+		return errors.New("no target: give --webhook-url or --signal, or --restart-container")
 	}
-	if s := c.Signal; s.Signal == "" && (s.ProcessName != "" || s.ProcessCmdline != "" || s.PIDFile != "" || s.Force) {
-		return errors.New("--process-name, --process-cmdline, --pid-file and --signal-force need --signal")
+	if s := c.Signal; s.Signal == "" && !c.Fleet.RestartContainer && (s.ProcessName != "" || s.ProcessCmdline != "" || s.PIDFile != "" || s.Force) {
+		return errors.New("--process-name, --process-cmdline, --pid-file and --signal-force need --signal (or --restart-container)")
 	}
 	// A value other than the default of a flag whose target is not there
 	// was meant for something and would do nothing.
@@ -212,7 +216,7 @@ func (c *Config) check() error {
 	if len(c.WebhookURLs) == 0 && c.ProbeInterval != defaultProbeInterval {
 		return fmt.Errorf("--webhook-probe-interval %s: needs --webhook-url", c.ProbeInterval)
 	}
-	return nil
+	return c.checkFleet()
 }
 
 // Defaults of the flags that check() compares with.

@@ -222,6 +222,7 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 		"hotreload_reloads_total", "hotreload_reload_duration_seconds", "hotreload_last_reload_successful",
 		"hotreload_last_reload_success_timestamp_seconds", "hotreload_changes_total", "hotreload_watch_events_total",
 		"hotreload_watch_errors_total", "hotreload_watched_dirs", "hotreload_build_info",
+		"hotreload_view_revision_info", "hotreload_view_rollbacks_total",
 	} {
 		if !bytes.Contains(readme, []byte("| `"+m)) {
 			t.Errorf("README's metric table has no row for %s", m)

@@ -38,3 +38,26 @@ func newSignalTarget(s SignalConfig) (notifier.Target, error) {
 	}
 	return n, nil
 }
+
+// newRestartTarget builds the target of --restart-container, which finds
+// the app's process with the flags of the signal target; checkFleet has
+// checked that one of them is given.
+func newRestartTarget(s SignalConfig, f FleetConfig) (notifier.Target, error) {
+	if s.ProcessCmdline != "" {
+		if _, err := regexp.Compile(s.ProcessCmdline); err != nil {
+			return nil, fmt.Errorf("--process-cmdline: %w", err)
+		}
+	}
+	r, err := signal.NewRestarter(signal.RestartOptions{
+		ProcessName:    s.ProcessName,
+		ProcessCmdline: s.ProcessCmdline,
+		PIDFile:        s.PIDFile,
+		Grace:          f.RestartGrace,
+		Timeout:        f.RestartTimeout,
+		Settle:         f.RestartSettle,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--restart-container: %w", err)
+	}
+	return r, nil
+}

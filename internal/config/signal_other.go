@@ -14,3 +14,9 @@ import (
 func newSignalTarget(s SignalConfig) (notifier.Target, error) {
 	return nil, fmt.Errorf("--signal %s: signalling works on Linux only, this hotreload is built for %s; use --webhook-url", s.Signal, runtime.GOOS)
 }
+
+// newRestartTarget refuses --restart-container, which signals through
+// /proc too.
+func newRestartTarget(SignalConfig, FleetConfig) (notifier.Target, error) {
+	return nil, fmt.Errorf("--restart-container: restarting the app works on Linux only, this hotreload is built for %s", runtime.GOOS)
+}

@@ -15,7 +15,8 @@ import (
 )
 
 // NewTargets builds the targets of c: one per --webhook-url, in order, then
-// the signal target when --signal is given. The flags are checked first, so
+// the signal target when --signal is given, or the restart target with
+// --restart-container. The flags are checked first, so
 // that each error is one line naming its flag.
 func NewTargets(c *Config) ([]notifier.Target, error) {
 	if err := c.checkWebhooks(); err != nil {
@@ -39,6 +40,13 @@ func NewTargets(c *Config) ([]notifier.Target, error) {
 			return nil, err
 		}
 		targets = append(targets, s)
+	}
+	if c.Fleet.RestartContainer {
+		r, err := newRestartTarget(c.Signal, c.Fleet)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, r)
 	}
 	return targets, nil
 }

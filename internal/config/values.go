@@ -44,6 +44,12 @@ type durationBounds struct {
 //   - webhook-probe-interval: each probe is a TCP connect to the app; under
 //     10ms that is a busy loop against a port nobody listens on, and over a
 //     minute the probe no longer helps over the backoff.
+//   - restart-grace: under 1s no app shuts down cleanly; Kubernetes caps
+//     nothing, but a grace over an hour holds every delivery that long.
+//   - restart-timeout: under 10s the kubelet's crash-loop back-off (10s
+//     after the first restart) looks like a refusal; 1h is far beyond its
+//     longest back-off (5m).
+//   - restart-settle: under 100ms proves nothing; 10m as for the timeouts.
 var durationLimits = map[string]durationBounds{
 	"debounce":                    {off: true, min: time.Millisecond, max: time.Hour},
 	"resync-interval":             {off: true, min: time.Second, max: 24 * time.Hour},
@@ -54,6 +60,9 @@ var durationLimits = map[string]durationBounds{
 	"shutdown-grace":              {off: true, min: 0, max: 10 * time.Minute},
 	"signal-confirm-timeout":      {off: true, min: 100 * time.Millisecond, max: 10 * time.Minute},
 	"webhook-probe-interval":      {off: true, min: 10 * time.Millisecond, max: time.Minute},
+	"restart-grace":               {min: time.Second, max: time.Hour},
+	"restart-timeout":             {min: 10 * time.Second, max: time.Hour},
+	"restart-settle":              {min: 100 * time.Millisecond, max: 10 * time.Minute},
 }
 
 type durationValue struct {

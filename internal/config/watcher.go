@@ -13,14 +13,15 @@ import (
 // package names its options, not hotreload's flags; Parse has refused every
 // other bad value before.
 func NewWatcher(logger log.Logger, reg prometheus.Registerer, c *Config) (*watcher.Watcher, error) {
+	dirs, flags := c.watchDirs()
 	w, err := watcher.New(logger, reg, watcher.Options{
-		Dirs:           c.VolumeDirs,
+		Dirs:           dirs,
 		ResyncInterval: c.ResyncInterval,
 		PollInterval:   c.PollInterval,
 		Poll:           c.Poll,
 	})
 	if de, ok := err.(*watcher.DirError); ok {
-		return nil, fmt.Errorf("--volume-dir %s: %w", de.Dir, de.Err)
+		return nil, fmt.Errorf("%s: %w", flags[de.Dir], de.Err)
 	}
 	return w, err
 }

@@ -29,24 +29,44 @@ type Volume struct {
 	DeliveredAt time.Time `json:"delivered_at"`
 }
 
+// View is what a --view reports: the revision the pod's annotation names
+// (want), the one the app's directory holds (running), and the result.
+type View struct {
+	Ref      string    `json:"ref"`
+	Dir      string    `json:"dir,omitempty"`
+	Want     string    `json:"want"`
+	Running  string    `json:"running"`
+	Result   string    `json:"result"`             // applied, pending, rejected or waiting
+	Error    string    `json:"error,omitempty"`    // rejected: why, one line, no content
+	Rejected string    `json:"rejected,omitempty"` // rejected: the revision refused
+	Reason   string    `json:"reason,omitempty"`   // waiting: what for
+	At       time.Time `json:"at"`                 // when the result was reached
+}
+
 // Handler serves the metrics of reg at telemetryPath, GET /-/healthy (200
 // while the process runs), GET /-/ready (200 once ready returns true,
-// 503 before) and GET /-/content (what content returns, as JSON:
-// {"volumes":[{"dir":...,"hash":...,"delivered_at":...}]}). content may be
-// nil: then no volume is listed.
-func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, content func() []Volume) http.Handler {
+// 503 before) and GET /-/content (what content and views return, as JSON:
+// {"volumes":[{"dir":...,"hash":...,"delivered_at":...}],"views":[...]}).
+// content may be nil: then no volume is listed; views may be nil: then
+// "views" is left out.
+func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, content func() []Volume, views func() []View) http.Handler {
 	mux := Mux("hotreload", "a volume is not watched yet", reg, telemetryPath, ready)
 	mux.HandleFunc("GET /-/content", func(w http.ResponseWriter, r *http.Request) {
 		vols := []Volume{}
 		if content != nil {
 			vols = append(vols, content()...)
 		}
+		var vs []View
+		if views != nil {
+			vs = append([]View{}, views()...)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(struct {
 			Volumes []Volume `json:"volumes"`
-		}{vols})
+			Views   []View   `json:"views,omitempty"`
+		}{vols, vs})
 	})
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -31,7 +31,7 @@ func TestHandler(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "hotreload_test_total", Help: "t"}).Add(3)
 	var ready atomic.Bool
-	h := Handler(reg, "/custom-metrics", ready.Load, nil)
+	h := Handler(reg, "/custom-metrics", ready.Load, nil, nil)
 
 	tests := []struct {
 		name, path string
@@ -62,7 +62,7 @@ func TestServer(t *testing.T) {
 	if _, err := Listen(nil, "127.0.0.1:bad", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "--web.listen-address 127.0.0.1:bad") {
 		t.Errorf("Listen on a bad address: err = %v, want one naming --web.listen-address", err)
 	}
-	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil))
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestServer(t *testing.T) {
 func TestContent(t *testing.T) {
 	at := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 	var vols []Volume
-	h := Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, func() []Volume { return vols })
+	h := Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, func() []Volume { return vols }, nil)
 	for _, tt := range []struct {
 		name string
 		vols []Volume
@@ -121,5 +121,31 @@ func TestContent(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/-/content", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /-/content = %d, want 405", rec.Code)
+	}
+}
+
+func TestContentViews(t *testing.T) {
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	views := []View{
+		{Ref: "configmap/app-config", Dir: "/etc/app", Want: "81234", Running: "81234", Result: "applied", At: at},
+		{Ref: "configmap/b", Dir: "/etc/b", Want: "", Running: "3f2a9c01b7de", Result: "rejected", Error: "POST http://127.0.0.1:9090/-/reload: status 500", Rejected: "0a1b2c3d4e5f", At: at},
+		{Ref: "configmap/env", Want: "7", Running: "6", Result: "waiting", Reason: "the source volume does not hold candidate revision 7 yet", At: at},
+	}
+	h := Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil, func() []View { return views })
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/-/content", nil))
+	want := `{"volumes":[],"views":[
+		{"ref":"configmap/app-config","dir":"/etc/app","want":"81234","running":"81234","result":"applied","at":"2026-11-25T10:00:00Z"},
+		{"ref":"configmap/b","dir":"/etc/b","want":"","running":"3f2a9c01b7de","result":"rejected","error":"POST http://127.0.0.1:9090/-/reload: status 500","rejected":"0a1b2c3d4e5f","at":"2026-11-25T10:00:00Z"},
+		{"ref":"configmap/env","want":"7","running":"6","result":"waiting","reason":"the source volume does not hold candidate revision 7 yet","at":"2026-11-25T10:00:00Z"}]}`
+	var got, w any
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		t.Errorf("GET /-/content = %s, want %s", rec.Body.String(), want)
 	}
 }

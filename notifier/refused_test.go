@@ -1,0 +1,58 @@
+package notifier
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestRefused(t *testing.T) {
+	base := errors.New("POST http://app/-/reload: status 500, want 200: yaml: line 3: bad")
+	err := fmt.Errorf("reload: %w", errors.Join(errors.New("other target"), Refused(base, "POST http://app/-/reload: status 500")))
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, base) {
+		t.Errorf("%v: want it to match ErrRefused and its cause", err)
+	}
+	if reason, ok := RefusedReason(err); !ok || reason != "POST http://app/-/reload: status 500" {
+		t.Errorf("RefusedReason = %q, %v", reason, ok)
+	}
+	if got := Refused(base, "x").Error(); got != base.Error() {
+		t.Errorf("Error = %q, want the cause's text", got)
+	}
+	if errors.Is(base, ErrRefused) {
+		t.Error("an unmarked error matches ErrRefused")
+	}
+	if _, ok := RefusedReason(base); ok {
+		t.Error("an unmarked error has a refusal reason")
+	}
+}
+
+// TestStatusRefusedReason: a status that refuses the reload carries a
+// reason that quotes none of the answer; one that says to come back later
+// is no refusal (TestStatusRefuses covers the codes).
+func TestStatusRefusedReason(t *testing.T) {
+	for code, refused := range map[int]bool{500: true, 422: true, 503: false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "line 3: password=hunter2 is wrong", code)
+		}))
+		w, err := NewWebhook(WebhookOptions{URL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Notify(t.Context())
+		srv.Close()
+		if got := errors.Is(err, ErrRefused); got != refused {
+			t.Errorf("status %d: refused = %v, want %v (%v)", code, got, refused, err)
+		}
+		reason, ok := RefusedReason(err)
+		if ok != refused || refused && reason != fmt.Sprintf("POST %s: status %d", srv.URL, code) {
+			t.Errorf("status %d: reason %q, %v", code, reason, ok)
+		}
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code != code || !strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("status %d: %v: the StatusError and the answer in the error's text are kept", code, err)
+		}
+	}
+}
