@@ -72,6 +72,15 @@ build-all: go-version ## Cross-compile for every image platform into bin/linux_<
 test: go-version ## Run every test with the race detector; end with what was skipped and why.
 	$(GO) tool gotestsum --format pkgname -- -race -count=1 ./...
 
+# Linux distributions build Go programs as position-independent executables
+# (Debian, Alpine, Fedora): the whole suite again in that mode, without the
+# race detector, which does not support it. The end-to-end tests of
+# cmd/hotreload run the PIE test binary as hotreload, so the sidecar itself
+# runs as a PIE.
+.PHONY: test-pie
+test-pie: go-version ## Run every test once more on binaries built with -buildmode=pie, as Linux distributions build them.
+	$(GO) tool gotestsum --format pkgname -- -buildmode=pie -count=1 ./...
+
 .PHONY: e2e
 e2e: ## Run the real-cluster suite (root): a single-node Kubernetes on this machine, hotreload in real pods.
 	test/e2e/run.sh
