@@ -20,6 +20,7 @@ import (
 
 	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/internal/config"
+	"github.com/hotreload/hotreload/internal/processmetrics"
 	"github.com/hotreload/hotreload/internal/version"
 	"github.com/hotreload/hotreload/internal/web"
 	"github.com/hotreload/hotreload/notifier"
@@ -42,7 +43,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		processmetrics.New(),
 	)
 	version.Register(reg)
 
