@@ -10,8 +10,8 @@ BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown
 VERSIONPKG := github.com/prometheus/common/version
 LDFLAGS   := -s -w -X $(VERSIONPKG).Version=$(VERSION) -X $(VERSIONPKG).Revision=$(REVISION) -X $(VERSIONPKG).Branch=$(BRANCH)
 # The compiler's defaults, inlining included: turning it off (-gcflags=all=-l)
-# makes the binary 1.2 MB smaller but a change cost 17 % more CPU (make bench),
-# and saves no idle memory since hotreload gives its start-up pages back.
+# makes the binary 1.2 MB smaller but a change cost 17 % more CPU (make bench);
+# the binary's pages are page cache, not working set (docs/performance.md).
 # internal/binary builds with the same flags.
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x
