@@ -26,6 +26,15 @@ PLATFORM  ?= linux/$(ARCH)$(if $(filter arm,$(ARCH)),/v7)
 # buildah; IMAGE_TOOL=buildah or IMAGE_TOOL=docker chooses.
 IMAGE_TOOL ?= $(shell if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then echo docker; elif command -v buildah >/dev/null 2>&1; then echo buildah; fi)
 BUILDAH   ?= buildah --storage-driver vfs
+# helm is built from the Go module proxy into a cache outside the clone
+# (tools/go-install.sh), not added to go.mod: its dependencies would move
+# the Kubernetes modules the controller links.
+HELM_VERSION      := v4.3.1
+HELM_INSTALL      := tools/go-install.sh helm helm.sh/helm/v4/cmd/helm $(HELM_VERSION) '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)'
+# Where the cached helm is (or will be): make test puts it on PATH for the
+# chart's tests, without building it.
+HELM_DIR          := $(dir $(shell tools/go-install.sh --path helm $(HELM_VERSION)))
+CHART             := charts/hotreload
 
 # The Go that go.mod's go line asks for. go-version compares it with the Go
 # that builds (GOTOOLCHAIN=auto may have fetched a newer one; GOTOOLCHAIN=local
@@ -70,17 +79,26 @@ build-all: go-version ## Cross-compile for every image platform into bin/linux_<
 # reason, then the failures, then one line: DONE N tests[, N skipped][, N failures] in T.
 .PHONY: test
 test: go-version ## Run every test with the race detector; end with what was skipped and why.
-	$(GO) tool gotestsum --format pkgname -- -race -count=1 ./...
+	PATH="$(HELM_DIR):$$PATH" $(GO) tool gotestsum --format pkgname -- -race -count=1 ./...
 
 .PHONY: e2e
 e2e: ## Run the real-cluster suite (root): a single-node Kubernetes on this machine, hotreload in real pods.
-	test/e2e/run.sh
+	PATH="$(HELM_DIR):$$PATH" test/e2e/run.sh
 
 .PHONY: lint
 lint: go-version ## go vet, gofmt and staticcheck (the version go.mod pins), the real-cluster suite included.
 	$(GO) vet -tags e2e ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) tool staticcheck -tags e2e ./...
+
+.PHONY: chart-lint
+chart-lint: ## helm lint --strict and helm template of charts/hotreload, with the default values and each of its ci/*-values.yaml.
+	@set -e; helm=$$($(HELM_INSTALL)); \
+	for f in "" $(CHART)/ci/*-values.yaml; do \
+		echo "helm lint --strict $(CHART)$${f:+ -f $$f}; helm template"; \
+		out=$$($$helm lint --strict $(CHART) $${f:+-f "$$f"} 2>&1) || { echo "$$out"; exit 1; }; \
+		out=$$($$helm template hotreload $(CHART) --namespace hotreload-system $${f:+-f "$$f"} 2>&1 >/dev/null) || { echo "$$out"; exit 1; }; \
+	done
 
 .PHONY: bench
 bench: go-version ## Measure latency, reload counts, memory; print the figures.
