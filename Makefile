@@ -100,6 +100,11 @@ chart-lint: ## helm lint --strict and helm template of charts/hotreload, with th
 		out=$$($$helm template hotreload $(CHART) --namespace hotreload-system $${f:+-f "$$f"} 2>&1 >/dev/null) || { echo "$$out"; exit 1; }; \
 	done
 
+.PHONY: manifests
+manifests: go-version ## Regenerate what is made from the chart: deploy/'s kustomize base and monitoring component, and the chart README's values table.
+	@helm=$$($(HELM_INSTALL)); PATH="$$(dirname $$helm):$$PATH" $(GO) test -count=1 -run '^TestGenerated$$' ./deploy -update
+	$(GO) test -count=1 -run '^TestValuesTable$$' ./charts -update
+
 .PHONY: bench
 bench: go-version ## Measure latency, reload counts, memory; print the figures.
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./...
