@@ -26,11 +26,13 @@ PLATFORM  ?= linux/$(ARCH)$(if $(filter arm,$(ARCH)),/v7)
 # buildah; IMAGE_TOOL=buildah or IMAGE_TOOL=docker chooses.
 IMAGE_TOOL ?= $(shell if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then echo docker; elif command -v buildah >/dev/null 2>&1; then echo buildah; fi)
 BUILDAH   ?= buildah --storage-driver vfs
-# helm is built from the Go module proxy into a cache outside the clone
-# (tools/go-install.sh), not added to go.mod: its dependencies would move
-# the Kubernetes modules the controller links.
+# helm and cyclonedx-gomod are built from the Go module proxy into a cache
+# outside the clone (tools/go-install.sh), not added to go.mod: helm's
+# dependencies would move the Kubernetes modules the controller links.
 HELM_VERSION      := v4.3.1
+CYCLONEDX_VERSION := v1.10.0
 HELM_INSTALL      := tools/go-install.sh helm helm.sh/helm/v4/cmd/helm $(HELM_VERSION) '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)'
+CYCLONEDX_INSTALL := tools/go-install.sh cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod $(CYCLONEDX_VERSION)
 # Where the cached helm is (or will be): make test puts it on PATH for the
 # chart's tests, without building it.
 HELM_DIR          := $(dir $(shell tools/go-install.sh --path helm $(HELM_VERSION)))
@@ -74,6 +76,11 @@ build-controller: go-version ## Build bin/hotreload-controller, the controller t
 build-all: go-version ## Cross-compile for every image platform into bin/linux_<arch>/ and print the sizes.
 	@set -e; $(foreach p,$(PLATFORMS),$(call cross,$(p),hotreload); \
 		printf '%-16s %s bytes\n' $(p) "$$(stat -c %s $(call platform-dir,$(p))/hotreload)";)
+
+.PHONY: build-all-controller
+build-all-controller: go-version ## Cross-compile the controller for every image platform into bin/linux_<arch>/ and print the sizes.
+	@set -e; $(foreach p,$(PLATFORMS),$(call cross,$(p),hotreload-controller); \
+		printf '%-16s %s bytes\n' $(p) "$$(stat -c %s $(call platform-dir,$(p))/hotreload-controller)";)
 
 # gotestsum ends the run with the tests that were skipped, each with its
 # reason, then the failures, then one line: DONE N tests[, N skipped][, N failures] in T.
@@ -123,9 +130,10 @@ bin/etc/passwd bin/etc/group &:
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >bin/etc/passwd
 	printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >bin/etc/group
 
-# $(call image-build,DOCKERFILE,NAME,PLATFORMS): build NAME from DOCKERFILE
-# and the binaries already in bin/<os>_<arch><variant>/. One platform makes
-# an image; several make a manifest list (buildah), or a multi-platform image
+# $(call image-build,DOCKERFILE,NAME,PLATFORMS[,list]): build NAME from
+# DOCKERFILE and the binaries already in bin/<os>_<arch><variant>/. One
+# platform makes an image, unless the fourth argument asks for a manifest
+# list; several make a manifest list (buildah), or a multi-platform image
 # (docker buildx, which needs the containerd image store to keep it). The
 # build arguments are the ones the Dockerfiles declare; TARGETPLATFORM,
 # TARGETOS, TARGETARCH and TARGETVARIANT come from --platform. buildah 1.28
@@ -141,7 +149,7 @@ define image-build
 		echo "docker buildx build --platform $(subst $(space),$(comma),$(strip $(3))) $(call image-args,$(1)) -t $(2) ."; \
 		docker buildx build --platform $(subst $(space),$(comma),$(strip $(3))) $(call image-args,$(1)) -t $(2) . ;; \
 	buildah) \
-		if [ $(words $(3)) = 1 ]; then out="-t $(2)"; else \
+		if [ $(words $(3)) = 1 ] && [ -z "$(4)" ]; then out="-t $(2)"; else \
 			if $(BUILDAH) manifest exists $(2) 2>/dev/null; then $(BUILDAH) manifest rm $(2) >/dev/null; fi; \
 			$(BUILDAH) manifest create $(2) >/dev/null; out="--manifest $(2)"; \
 		fi; \
@@ -163,11 +171,77 @@ image: go-version bin/etc/passwd bin/etc/group ## Build the image for PLATFORM (
 image-all: build-all bin/etc/passwd bin/etc/group ## Build the multi-arch image IMAGE (a manifest list of every platform of build-all) with buildah or docker buildx.
 	$(call image-build,Dockerfile,$(IMAGE),$(PLATFORMS))
 
+.PHONY: image-all-controller
+image-all-controller: build-all-controller bin/etc/passwd bin/etc/group ## Build the controller's multi-arch image CONTROLLER_IMAGE, as image-all does.
+	$(call image-build,Dockerfile.controller,$(CONTROLLER_IMAGE),$(PLATFORMS))
+
 .PHONY: image-controller
 image-controller: go-version bin/etc/passwd bin/etc/group ## Build the controller's image (Dockerfile.controller) for PLATFORM, as image does; CONTROLLER_IMAGE names it.
 	$(call cross,$(PLATFORM),hotreload-controller)
 	$(call image-build,Dockerfile.controller,$(CONTROLLER_IMAGE),$(PLATFORM))
 
+# A release: both commands for RELEASE_PLATFORMS, as files in dist/ and as
+# one manifest list per image, with checksums and an SBOM per binary. The
+# release workflow (.github/workflows/release.yml) runs make release-check,
+# make release and make release-publish on a tag.
+DIST              ?= dist
+RELEASE_PLATFORMS ?= $(PLATFORMS)
+REGISTRY          ?= ghcr.io/hotreload
+COMMANDS          := hotreload hotreload-controller
+CHART_VERSION      = $(shell awk '$$1 == "version:" {print $$2; exit}' $(CHART)/Chart.yaml)
+CHART_APP_VERSION  = $(shell awk '$$1 == "appVersion:" {print $$2; exit}' $(CHART)/Chart.yaml)
+# dist/<command>-<version>-<os>-<arch><variant>, as the platform names it.
+dist-file = $(DIST)/$(2)-$(VERSION)-$(subst /,-,$(patsubst %/v7,%v7,$(1)))
+
+.PHONY: release
+release: IMAGE_TOOL = buildah
+# Its own image storage, removed at the end: the images leave only as the
+# archives in dist/, and the machine's storage does not grow by a release
+# (330 MB for every platform) at each run.
+release: BUILDAH = buildah --storage-driver vfs --root $(abspath $(DIST))/.buildah/root --runroot $(abspath $(DIST))/.buildah/run
+release: go-version bin/etc/passwd bin/etc/group ## Build a release into dist/: both binaries for RELEASE_PLATFORMS, their images as manifest lists (OCI archives), SHA256SUMS, CycloneDX SBOMs and the chart.
+	@command -v buildah >/dev/null || { echo "make release needs buildah (apt-get install buildah)"; exit 1; }
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; $(foreach p,$(RELEASE_PLATFORMS),$(foreach c,$(COMMANDS),\
+		echo "build $(c) for $(p)"; $(call cross,$(p),$(c)); cp $(call platform-dir,$(p))/$(c) $(call dist-file,$(p),$(c));))
+	$(call image-build,Dockerfile,$(REGISTRY)/hotreload:$(VERSION),$(RELEASE_PLATFORMS),list)
+	$(call image-build,Dockerfile.controller,$(REGISTRY)/hotreload-controller:$(VERSION),$(RELEASE_PLATFORMS),list)
+	@set -e; for c in $(COMMANDS); do \
+		echo "$(BUILDAH) manifest push --all $(REGISTRY)/$$c:$(VERSION) oci-archive:$(DIST)/$$c-$(VERSION).oci.tar"; \
+		$(BUILDAH) manifest push --all --quiet $(REGISTRY)/$$c:$(VERSION) oci-archive:$(DIST)/$$c-$(VERSION).oci.tar:$(VERSION); \
+	done
+	@# Rootless, the storage holds files of the user namespace's ids.
+	if [ "$$(id -u)" = 0 ]; then rm -rf $(DIST)/.buildah; else $(BUILDAH) unshare rm -rf $(abspath $(DIST))/.buildah; fi
+	@set -e; sbom=$$($(CYCLONEDX_INSTALL)); \
+	for f in $(foreach p,$(RELEASE_PLATFORMS),$(foreach c,$(COMMANDS),$(call dist-file,$(p),$(c)))); do \
+		echo "cyclonedx-gomod bin $$f"; \
+		$$sbom bin -json -noserial -notimestamp -version $(VERSION) -output $$f.cdx.json $$f; \
+	done
+	@helm=$$($(HELM_INSTALL)); $$helm package $(CHART) --destination $(DIST)
+	cd $(DIST) && sha256sum $$(ls | grep -v -e '\.oci\.tar$$' -e '^SHA256SUMS$$') >SHA256SUMS
+	@ls -l $(DIST)
+
+.PHONY: release-check
+release-check: ## Check that VERSION (a release tag, vX.Y.Z) is the chart's appVersion and v + its version.
+	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "VERSION $(VERSION): not a release tag vX.Y.Z"; exit 1 ;; esac
+	@if [ "$(CHART_APP_VERSION)" != "$(VERSION)" ] || [ "v$(CHART_VERSION)" != "$(VERSION)" ]; then \
+		echo "$(CHART)/Chart.yaml: version $(CHART_VERSION), appVersion $(CHART_APP_VERSION); the tag $(VERSION) needs $(patsubst v%,%,$(VERSION)) and $(VERSION)"; exit 1; \
+	fi
+
+.PHONY: release-publish
+release-publish: ## Push dist/'s manifest lists to REGISTRY/hotreload and REGISTRY/hotreload-controller and the chart to oci://REGISTRY/charts (needs skopeo; logs in as REGISTRY_USER with REGISTRY_PASSWORD when set).
+	@command -v skopeo >/dev/null || { echo "make release-publish needs skopeo"; exit 1; }
+	@helm=$$($(HELM_INSTALL)); host=$(firstword $(subst /, ,$(REGISTRY))); \
+	if [ -n "$$REGISTRY_USER" ]; then \
+		printenv REGISTRY_PASSWORD | skopeo login --username "$$REGISTRY_USER" --password-stdin "$$host"; \
+		printenv REGISTRY_PASSWORD | $$helm registry login --username "$$REGISTRY_USER" --password-stdin "$$host"; \
+	fi
+	@set -e; for c in $(COMMANDS); do \
+		echo "skopeo copy --all oci-archive:$(DIST)/$$c-$(VERSION).oci.tar docker://$(REGISTRY)/$$c:$(VERSION)"; \
+		skopeo copy --all --quiet oci-archive:$(DIST)/$$c-$(VERSION).oci.tar docker://$(REGISTRY)/$$c:$(VERSION); \
+	done
+	@helm=$$($(HELM_INSTALL)); $$helm push $(DIST)/hotreload-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts
+
 .PHONY: clean
 clean: ## Remove build output.
-	rm -rf bin
+	rm -rf bin $(DIST)
