@@ -180,6 +180,23 @@ image-controller: go-version bin/etc/passwd bin/etc/group ## Build the controlle
 	$(call cross,$(PLATFORM),hotreload-controller)
 	$(call image-build,Dockerfile.controller,$(CONTROLLER_IMAGE),$(PLATFORM))
 
+# The names the chart and the examples give the images: the release's.
+RELEASE_IMAGE            = $(REGISTRY)/hotreload:$(CHART_APP_VERSION)
+RELEASE_CONTROLLER_IMAGE = $(REGISTRY)/hotreload-controller:$(CHART_APP_VERSION)
+
+.PHONY: image-archives
+image-archives: ## Build both images for PLATFORM under the names the chart uses and save them as bin/hotreload.tar and bin/hotreload-controller.tar, for kind load image-archive or ctr images import.
+	$(MAKE) --no-print-directory image IMAGE=$(RELEASE_IMAGE)
+	$(MAKE) --no-print-directory image-controller CONTROLLER_IMAGE=$(RELEASE_CONTROLLER_IMAGE)
+	@set -e; for i in hotreload:$(RELEASE_IMAGE) hotreload-controller:$(RELEASE_CONTROLLER_IMAGE); do \
+		f=bin/$${i%%:*}.tar; img=$${i#*:}; rm -f $$f; \
+		case "$(IMAGE_TOOL)" in \
+		docker) docker save -o $$f $$img ;; \
+		*) $(BUILDAH) push -q $$img docker-archive:$$f:$$img >/dev/null ;; \
+		esac; \
+		echo "$$f: $$img"; \
+	done
+
 # A release: both commands for RELEASE_PLATFORMS, as files in dist/ and as
 # one manifest list per image, with checksums and an SBOM per binary. The
 # release workflow (.github/workflows/release.yml) runs make release-check,
