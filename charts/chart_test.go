@@ -443,6 +443,22 @@ func TestEverything(t *testing.T) {
 		t.Errorf("image %s, want the digest", c.Image)
 	}
 
+	spec := d.Spec.Template.Spec
+	if len(c.Env) != 2 || c.Env[0].Name != "HOTRELOAD_LEADER_ELECT_IDENTITY" || c.Env[1].Name != "GOMAXPROCS" {
+		t.Errorf("env %+v: want the Lease identity, then controller.extraEnv", c.Env)
+	}
+	if len(spec.Tolerations) != 1 || len(spec.TopologySpreadConstraints) != 1 || spec.NodeSelector["kubernetes.io/os"] != "linux" ||
+		spec.PriorityClassName != "system-cluster-critical" || len(spec.ImagePullSecrets) != 1 ||
+		spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.PodAntiAffinity != nil {
+		t.Errorf("pod spec %+v lacks the scheduling values given (the affinity given replaces the default)", spec)
+	}
+	if d.Spec.Template.Labels["team"] != "platform" || d.Spec.Template.Annotations["example.com/owner"] != "platform" || !selects(d.Spec.Selector.MatchLabels, pods) {
+		t.Errorf("pod labels %v, annotations %v: want controller.podLabels and podAnnotations beside the selector's", pods, d.Spec.Template.Annotations)
+	}
+	if sa := manifest.Find[*corev1.ServiceAccount](t, objs, name); sa.Annotations["example.com/role"] != "hotreload" {
+		t.Errorf("ServiceAccount annotations %v", sa.Annotations)
+	}
+
 	np := manifest.Find[*networkingv1.NetworkPolicy](t, objs, name)
 	if !selects(np.Spec.PodSelector.MatchLabels, pods) {
 		t.Errorf("NetworkPolicy selects %v, not the controller's pods", np.Spec.PodSelector.MatchLabels)
