@@ -218,3 +218,19 @@ func TestCRDValidation(t *testing.T) {
 		}
 	}
 }
+
+// The chart installs the same CRD (charts/hotreload/crds/, which helm
+// install applies and make manifests renders into deploy/base).
+func TestChartCRDIsTheExamples(t *testing.T) {
+	a, err := os.ReadFile("../../examples/controller/crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../charts/hotreload/crds/configrollouts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		t.Error("charts/hotreload/crds/configrollouts.yaml differs from examples/controller/crd.yaml: copy it")
+	}
+}

@@ -7,7 +7,9 @@ import (
 
 // The metrics of rollouts, exported by the leader only (a standby's are
 // empty). rollout is the ConfigRollout's name, or "restart:<ref>" for the
-// staggered restarts of a source that no ConfigRollout names.
+// staggered restarts of a source that no ConfigRollout names;
+// rollout_namespace its namespace (namespace is the scrape's own label, the
+// controller's).
 type metrics struct {
 	phase    *prometheus.GaugeVec
 	step     *prometheus.GaugeVec
@@ -23,19 +25,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		phase: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotreload_controller_rollout_phase",
 			Help: "1 for the phase each rollout is in (Healthy, Progressing, Paused, Aborted, Failed), 0 for the others.",
-		}, []string{"namespace", "rollout", "phase"}),
+		}, []string{"rollout_namespace", "rollout", "phase"}),
 		step: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotreload_controller_rollout_step",
 			Help: "The step each rollout is at, 1-based; 0 when none runs.",
-		}, []string{"namespace", "rollout"}),
+		}, []string{"rollout_namespace", "rollout"}),
 		pods: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hotreload_controller_rollout_pods",
 			Help: "Pods of each rollout: total (that use the source), updated (on the candidate), healthy (of those, applied, Ready, not restarted).",
-		}, []string{"namespace", "rollout", "state"}),
+		}, []string{"rollout_namespace", "rollout", "state"}),
 		rollouts: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotreload_controller_rollouts_total",
 			Help: "Rollouts by result: started, promoted, aborted. Alert on increase(...{result=\"aborted\"}).",
-		}, []string{"namespace", "rollout", "result"}),
+		}, []string{"rollout_namespace", "rollout", "result"}),
 		scrapes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "hotreload_controller_rollout_scrapes_total",
 			Help: "GETs of sidecars' /-/content during rollouts, by result: ok or failed (the pod counts as not reported).",
@@ -69,7 +71,7 @@ func (m *metrics) set(ns, rollout string, st State) {
 }
 
 func (m *metrics) drop(ns, rollout string) {
-	l := prometheus.Labels{"namespace": ns, "rollout": rollout}
+	l := prometheus.Labels{"rollout_namespace": ns, "rollout": rollout}
 	m.phase.DeletePartialMatch(l)
 	m.step.DeletePartialMatch(l)
 	m.pods.DeletePartialMatch(l)
