@@ -8,7 +8,10 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+
 	"time"
+
+	k8stesting "k8s.io/client-go/testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -272,5 +275,75 @@ func TestFailingQueryRefusesToStart(t *testing.T) {
 		if r.Status.StableRevision != rev {
 			t.Errorf("stable %s once the query answers, want %s", r.Status.StableRevision, rev)
 		}
+	})
+}
+
+// A second replica that starts leading mid-rollout (while the first still
+// does, as after a frozen leader resumes) takes the rollout up where it is:
+// it reads the ConfigRollout's status (or, for staggered restarts, the
+// stable copy and the pods' annotations), never moves a pod back, never
+// starts over at step 1; in restart mode no app restarts twice and no two
+// at once.
+func TestFailoverResumes(t *testing.T) {
+	t.Run("ConfigRollout", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			e.configMap("app", map[string]string{"app.yaml": "v: 1"})
+			tenPods(e)
+			e.rollout("app", "app", []string{"10%", "50%", "100%"}, "10s")
+			e.start(Options{})
+			e.waitPhase("app", PhaseHealthy, time.Minute)
+			rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
+			poll(t, "step 2 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 5 })
+			before := len(e.core.Actions())
+			// The first replica keeps running as the second starts: both
+			// lead for a while, as after a frozen leader resumes.
+			ctx2, cancel2 := context.WithCancel(context.Background())
+			var wg2 sync.WaitGroup
+			defer func() { cancel2(); wg2.Wait() }()
+			e.controller(ctx2, &wg2, Options{})
+			r := e.waitPhase("app", PhaseHealthy, 2*time.Minute)
+			if r.Status.StableRevision != rev {
+				t.Fatalf("stable %s, want %s", r.Status.StableRevision, rev)
+			}
+			for _, a := range e.core.Actions()[before:] {
+				if pa, ok := a.(k8stesting.PatchAction); ok && strings.Contains(string(pa.GetPatch()), "configmap/app") && !strings.Contains(string(pa.GetPatch()), rev) {
+					t.Errorf("a pod was moved off the candidate after the second replica started: %s %s", pa.GetName(), pa.GetPatch())
+				}
+			}
+		})
+	})
+	t.Run("restart mode", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t)
+			e.configMap("app", map[string]string{"app.yaml": "v: 1"})
+			for _, n := range names("app-", 6) {
+				e.pod(n, "app", restartPod, ownedBy("rs-1"))
+			}
+			kctx, kcancel := context.WithCancel(context.Background())
+			var kwg sync.WaitGroup
+			defer func() { kcancel(); kwg.Wait() }()
+			k := e.kubelet(kctx, &kwg, "configmap/app")
+			e.start(Options{})
+			time.Sleep(5 * time.Second)
+			rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
+			poll(t, "two pods restarted", func() bool { return len(e.onRevision("configmap/app", rev)) >= 2 })
+			ctx2, cancel2 := context.WithCancel(context.Background())
+			var wg2 sync.WaitGroup
+			defer func() { cancel2(); wg2.Wait() }()
+			e.controller(ctx2, &wg2, Options{})
+			poll(t, "every pod restarted", func() bool { return len(e.onRevision("configmap/app", rev)) == 6 })
+			time.Sleep(10 * time.Second)
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			for _, n := range names("app-", 6) {
+				if k.restarts[n] != 1 {
+					t.Errorf("%s restarted %d times, want once", n, k.restarts[n])
+				}
+			}
+			if k.maxDown > 1 {
+				t.Errorf("%d pods restarted at once with two replicas leading, want 1", k.maxDown)
+			}
+		})
 	})
 }
