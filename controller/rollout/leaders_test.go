@@ -19,6 +19,8 @@ import (
 // then on). Each writes its decision with the status's resourceVersion as
 // the precondition, so only one lands; the other re-reads and follows it.
 // Without the precondition both land: the test fails (see the subtest).
+// The two replicas' reads at the end of the bake meet, so that they decide
+// from the same status every time.
 func TestTwoLeadersCannotBothPromoteAndAbort(t *testing.T) {
 	for _, unconditional := range []bool{false, true} {
 		name := "with preconditions"
@@ -46,14 +48,46 @@ func TestTwoLeadersCannotBothPromoteAndAbort(t *testing.T) {
 				e.pod("app-01", "app")
 				e.rollout("app", "app", []string{"100%"}, "10s")
 
-				var bakeEnd time.Time
-				var mu sync.Mutex
+				var (
+					bakeEnd   time.Time
+					candidate string
+					mu        sync.Mutex
+					arrived   = map[string]bool{}
+					met       = make(chan struct{})
+				)
+				// meet holds each replica's reads at the end of the bake until
+				// the other's have come too, so that both decide from the
+				// same status: one to promote, the other to abort.
+				meet := func(replica string) bool {
+					mu.Lock()
+					end := bakeEnd
+					if end.IsZero() || time.Now().Before(end) {
+						mu.Unlock()
+						return false
+					}
+					if !arrived[replica] {
+						arrived[replica] = true
+						if len(arrived) == 2 {
+							close(met)
+						}
+					}
+					mu.Unlock()
+					select {
+					case <-met:
+					case <-time.After(5 * time.Second):
+					}
+					return true
+				}
+				promoting := func(ctx context.Context, p *corev1.Pod, ref string) (*Report, error) {
+					meet("promoting")
+					return e.report(ctx, p, ref)
+				}
 				rejecting := func(ctx context.Context, p *corev1.Pod, ref string) (*Report, error) {
 					r, err := e.report(ctx, p, ref)
 					mu.Lock()
-					end := bakeEnd
+					cand := candidate
 					mu.Unlock()
-					if err == nil && !end.IsZero() && !time.Now().Before(end) && r.Want != "" && r.Want != e.get("app").Status.StableRevision {
+					if meet("rejecting") && err == nil && r.Want == cand {
 						r.Result, r.Rejected, r.Running, r.Error = ResultRejected, r.Want, "", "refused"
 					}
 					return r, err
@@ -61,11 +95,14 @@ func TestTwoLeadersCannotBothPromoteAndAbort(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				defer func() { cancel(); wg.Wait() }()
-				e.start(Options{})
+				e.start(Options{Report: promoting})
 				e.controller(ctx, &wg, Options{Report: rejecting})
 				stable := e.waitPhase("app", PhaseHealthy, time.Minute).Status.StableRevision
 
 				rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
+				mu.Lock()
+				candidate = rev
+				mu.Unlock()
 				deadline := time.Now().Add(time.Minute)
 				for {
 					r := e.get("app")
