@@ -68,8 +68,17 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		Initial:       w.Initial,
 		State:         state,
 	})
-	// Ready: every volume hashed, and the content at start known.
-	ready := func() bool { return w.Ready() && r.Ready() }
+	// Ready: every volume hashed, none missing for long, and the content
+	// at start known.
+	ready := func() error {
+		if err := w.Ready(); err != nil {
+			return err
+		}
+		if !r.Ready() {
+			return errors.New("the content at start is not known yet")
+		}
+		return nil
+	}
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, ready, func() []web.Volume {
 		var vols []web.Volume
 		for _, d := range r.Content() {
@@ -106,7 +115,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	g.Add(cli.Until(func(ctx context.Context) error { return r.Run(ctx, w.Changes()) }))
 	g.Add(cli.Until(srv.Run))
 	g.Add(cli.Until(func(ctx context.Context) error {
-		releaseStartup(ctx, logger, ready)
+		releaseStartup(ctx, logger, func() bool { return ready() == nil })
 		<-ctx.Done()
 		return nil
 	}))

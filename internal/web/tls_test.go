@@ -77,7 +77,7 @@ func TestServeConfigFile(t *testing.T) {
 		t.Fatalf("CheckConfigFile: %v", err)
 	}
 
-	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil))
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

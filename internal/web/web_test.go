@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,7 +32,12 @@ func TestHandler(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "hotreload_test_total", Help: "t"}).Add(3)
 	var ready atomic.Bool
-	h := Handler(reg, "/custom-metrics", ready.Load, nil)
+	h := Handler(reg, "/custom-metrics", func() error {
+		if !ready.Load() {
+			return errors.New("volume /etc/confg missing for 30s")
+		}
+		return nil
+	}, nil)
 
 	tests := []struct {
 		name, path string
@@ -40,7 +46,7 @@ func TestHandler(t *testing.T) {
 		wantBody   string
 	}{
 		{"healthy while running", "/-/healthy", false, 200, "healthy"},
-		{"not ready before the volumes are watched", "/-/ready", false, 503, "not ready"},
+		{"not ready, saying why", "/-/ready", false, 503, "hotreload is not ready: volume /etc/confg missing for 30s."},
 		{"ready once they are", "/-/ready", true, 200, "is ready"},
 		{"metrics at the telemetry path", "/custom-metrics", false, 200, "hotreload_test_total 3"},
 		{"no metrics elsewhere", "/metrics", false, 404, ""},
@@ -62,7 +68,7 @@ func TestServer(t *testing.T) {
 	if _, err := Listen(nil, "127.0.0.1:bad", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "--web.listen-address 127.0.0.1:bad") {
 		t.Errorf("Listen on a bad address: err = %v, want one naming --web.listen-address", err)
 	}
-	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil))
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +96,7 @@ func TestServer(t *testing.T) {
 func TestContent(t *testing.T) {
 	at := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 	var vols []Volume
-	h := Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, func() []Volume { return vols })
+	h := Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, func() []Volume { return vols })
 	for _, tt := range []struct {
 		name string
 		vols []Volume
