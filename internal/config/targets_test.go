@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -109,5 +110,13 @@ func TestNewWatcherNamesTheFlag(t *testing.T) {
 	want := "--volume-dir " + file + ": is a file, not a directory: a subPath mount never updates: mount the whole volume into hotreload's container (no subPath) and give its mount path"
 	if err == nil || err.Error() != want {
 		t.Fatalf("NewWatcher: %v\nwant %s", err, want)
+	}
+
+	cfg, err = Parse([]string{"--volume-dir=" + t.TempDir(), "--optional-volume-dir=" + file, "--webhook-url=http://127.0.0.1:1/"}, "test", io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = NewWatcher(nil, nil, cfg); err == nil || !strings.HasPrefix(err.Error(), "--optional-volume-dir "+file+": is a file") {
+		t.Fatalf("NewWatcher: %v, want an error naming --optional-volume-dir", err)
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,12 +16,17 @@ import (
 func NewWatcher(logger log.Logger, reg prometheus.Registerer, c *Config) (*watcher.Watcher, error) {
 	w, err := watcher.New(logger, reg, watcher.Options{
 		Dirs:           c.VolumeDirs,
+		OptionalDirs:   c.OptionalDirs,
 		ResyncInterval: c.ResyncInterval,
 		PollInterval:   c.PollInterval,
 		Poll:           c.Poll,
 	})
 	if de, ok := err.(*watcher.DirError); ok {
-		return nil, fmt.Errorf("--volume-dir %s: %w", de.Dir, de.Err)
+		flag := "--volume-dir"
+		if !slices.Contains(c.VolumeDirs, de.Dir) {
+			flag = "--optional-volume-dir"
+		}
+		return nil, fmt.Errorf("%s %s: %w", flag, de.Dir, de.Err)
 	}
 	return w, err
 }
