@@ -45,6 +45,10 @@ func (st fileStamp) settled(start time.Time, racy time.Duration) bool {
 	return st.ok && st.mtime < limit && st.ctime < limit
 }
 
+// fileKey is a file's identity in the digest cache: a rename or a new path
+// to it finds its digest, a new inode does not.
+type fileKey struct{ dev, ino uint64 }
+
 type digestEntry struct {
 	stamp fileStamp
 	sum   [32]byte
@@ -56,13 +60,20 @@ type stamped struct {
 }
 
 // seen is what one hash of a volume saw: the digest of every file it read,
-// by real path, with the file's stamp, and the stamp of every directory it
-// listed (the root as given first). It is not changed once the hash is
-// done: the next hash reads it while it makes its own, and the resync reads
-// it from another goroutine.
+// by inode, with the file's stamp (the next hash reads only the files
+// whose stamp changed), and the stamps that vouch for the whole volume
+// (the resync's check): the root as given, every directory listed and
+// every file read, except inside the version directory that ..data names.
+// The kubelet never changes a published version (the volume is read-only
+// in every container); it writes a new one and swaps ..data, which changes
+// the root's stamp. Someone on the node who edits a published version is
+// undone by the kubelet's next sync, which finds the files differ from the
+// payload and writes a new version. seen is not changed once the hash is
+// done: the next hash reads it while it makes its own, and the resync
+// reads it from another goroutine.
 type seen struct {
-	files map[string]digestEntry
-	dirs  []stamped
+	files  map[fileKey]digestEntry
+	stamps []stamped
 	// whole says that the stamps vouch for everything the app sees: each
 	// is settled, no symlink but the kubelet's own was followed (a symlink
 	// can show something else while no stat here changes), nothing was
@@ -79,13 +90,19 @@ func (s *seen) size() int {
 	return len(s.files)
 }
 
-// lookup returns the digest of the file at path if its stamp is st.
-func (s *seen) lookup(path string, st fileStamp) ([32]byte, bool) {
+// lookup returns the digest of the file whose stamp is st, if it was read
+// with that stamp.
+func (s *seen) lookup(st fileStamp) ([32]byte, bool) {
 	if s == nil || !st.ok {
 		return [32]byte{}, false
 	}
-	e, ok := s.files[path]
+	e, ok := s.files[fileKey{st.dev, st.ino}]
 	return e.sum, ok && e.stamp == st
+}
+
+// keep remembers the digest sum of the file whose stamp is st.
+func (s *seen) keep(st fileStamp, sum [32]byte) {
+	s.files[fileKey{st.dev, st.ino}] = digestEntry{st, sum}
 }
 
 // unchanged reports whether every stamp is as it was, so that the volume
@@ -94,13 +111,8 @@ func (s *seen) unchanged() bool {
 	if s == nil || !s.whole {
 		return false
 	}
-	for _, d := range s.dirs {
-		if st, err := statStamp(d.path); err != nil || st != d.stamp {
-			return false
-		}
-	}
-	for p, e := range s.files {
-		if st, err := statStamp(p); err != nil || st != e.stamp {
+	for _, s := range s.stamps {
+		if st, err := statStamp(s.path); err != nil || st != s.stamp {
 			return false
 		}
 	}

@@ -115,7 +115,9 @@ func TestDigestCache(t *testing.T) {
 // TestSeenWhole checks when the stats of a hash vouch for a volume: not
 // when a symlink other than the kubelet's shows something (its target can
 // change with no stat here changing), nor for a change within the racy
-// window; and that the stats see a kubelet update and a root re-pointed.
+// window; and that the stats see a kubelet update (through the root's
+// stamp alone, which vouches for the published version) and a root
+// re-pointed.
 func TestSeenWhole(t *testing.T) {
 	if !stampOf(mustStat(t, t.TempDir())).ok {
 		t.Skip("no file stamps on this system")
@@ -143,6 +145,19 @@ func TestSeenWhole(t *testing.T) {
 		}
 		if s.unchanged() {
 			t.Error("a kubelet update is not seen by the stats")
+		}
+	})
+	t.Run("..data names a directory elsewhere", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "vol")
+		elsewhere := filepath.Join(t.TempDir(), "v1")
+		writeTree(t, elsewhere, map[string]string{"a": "1"})
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		symlink(t, elsewhere, filepath.Join(dir, dataLink))
+		symlink(t, "..data/a", filepath.Join(dir, "a"))
+		if settledHash(t, dir).unchanged() {
+			t.Error("a version directory outside the root is vouched for by the root's stats")
 		}
 	})
 	t.Run("root re-pointed", func(t *testing.T) {

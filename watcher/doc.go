@@ -65,11 +65,13 @@
 // Every Options.ResyncInterval, the stats of every directory listed and
 // every file read by each volume's last hash are compared with what that
 // hash saw; a volume whose stats differ is hashed again, reading only the
-// files whose stats changed. A volume whose stats cannot vouch for it (a
-// symlink other than the kubelet's own, an unreadable entry, a change within
-// the last second) is hashed at every resync. An inotify queue overflow
-// hashes every volume. A volume polled instead of watched is checked the
-// same way at every poll tick.
+// files whose stats changed. The version directory that ..data names is
+// vouched for by the root's stats, as it is by the root's watch: the
+// kubelet never changes a published version, it swaps ..data. A volume
+// whose stats cannot vouch for it (a symlink other than the kubelet's own,
+// an unreadable entry, a change within the last second) is hashed at every
+// resync. An inotify queue overflow hashes every volume. A volume polled
+// instead of watched is checked the same way at every poll tick.
 //
 // inotify is Linux's; elsewhere, and with Options.Poll, every volume is
 // polled. When inotify instances or watches run out, one line names the

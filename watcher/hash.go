@@ -181,12 +181,12 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	}
 	w := &walk{
 		h: h, last: last, start: time.Now(), watch: watch, watched: make(map[string]bool),
-		next:    &seen{files: make(map[string]digestEntry, last.size()), whole: true},
+		next:    &seen{files: make(map[fileKey]digestEntry, last.size()), whole: true},
 		visited: make(map[fileID]string),
 		onPath:  make(map[fileID]bool),
 	}
 	w.watchDir(real)
-	w.stampDir(root, info) // stat'ed by the resync as given, through any symlink
+	w.stamp(root, stampOf(info)) // stat'ed by the resync as given, through any symlink
 	id := idOf(real, info)
 	w.visited[id], w.onPath[id] = ".", true
 
@@ -224,10 +224,16 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	return res, real, nil
 }
 
+// published reports whether path is the version directory that ..data
+// names or inside it: never changed by the kubelet (see seen).
+func (w *walk) published(path string) bool {
+	return w.dataDir != "" && (path == w.dataDir || strings.HasPrefix(path, w.dataDir+string(filepath.Separator)))
+}
+
 // watchDir passes dir to watch, once, unless it is inside the published
 // version.
 func (w *walk) watchDir(dir string) {
-	if w.watched[dir] || (w.dataDir != "" && (dir == w.dataDir || strings.HasPrefix(dir, w.dataDir+string(filepath.Separator)))) {
+	if w.watched[dir] || w.published(dir) {
 		return
 	}
 	w.watched[dir] = true
@@ -236,10 +242,13 @@ func (w *walk) watchDir(dir string) {
 	}
 }
 
-// stampDir records the stamp of a directory that the walk lists.
-func (w *walk) stampDir(path string, info os.FileInfo) {
-	st := stampOf(info)
-	w.next.dirs = append(w.next.dirs, stamped{path, st})
+// stamp records the stamp st of a directory listed or a file read, for the
+// resync, unless it is inside the published version.
+func (w *walk) stamp(path string, st fileStamp) {
+	if w.published(path) {
+		return
+	}
+	w.next.stamps = append(w.next.stamps, stamped{path, st})
 	if !st.settled(w.start, w.h.racy) {
 		w.next.whole = false
 	}
@@ -262,7 +271,9 @@ func (w *walk) versionDir(real string, res *hashResult) (items []string) {
 		return nil
 	}
 	w.dataDir, w.dataChanged = dir, info.ModTime()
-	w.stampDir(dir, info)
+	if dir != filepath.Join(real, res.version) {
+		w.links = true // not the kubelet's layout: the root's stamp does not vouch for it
+	}
 	for _, e := range entries {
 		if !hidden(e.Name()) {
 			items = append(items, e.Name())
@@ -271,10 +282,8 @@ func (w *walk) versionDir(real string, res *hashResult) (items []string) {
 	return items
 }
 
-// visitEntries walks root's visible entries, resolving the kubelet's links
-// through the version directory as the app would. It returns the visible
-// names and how many of them dangle, and records a kubelet link to a
-// vanished item as a moment of an update.
+// visitEntries walks root's visible entries, and returns their names and
+// how many of them dangle.
 func (w *walk) visitEntries(real string, entries []os.DirEntry, res *hashResult) (visible map[string]bool, dangling int) {
 	visible = make(map[string]bool)
 	for _, e := range entries {
@@ -284,46 +293,50 @@ func (w *walk) visitEntries(real string, entries []os.DirEntry, res *hashResult)
 		}
 		visible[name] = true
 		p := filepath.Join(real, name)
-		if e.Type()&fs.ModeSymlink == 0 {
-			w.visit(name, p)
-			continue
-		}
-		link, err := os.Readlink(p)
-		if err != nil {
-			w.vanished = true // replaced since the listing: an event follows
-			continue
-		}
-		rest, kubelet := strings.CutPrefix(link, dataLink+"/")
-		if !kubelet || w.dataDir == "" {
-			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				dangling++
-				if kubelet {
-					// ..data is gone: a moment of a deletion.
-					w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
-					continue
-				}
-			}
-			w.visit(name, p) // a dangling link is a problem of its own
-			continue
-		}
-		// The kubelet's link: resolved through the version directory
-		// already resolved, as the app would (..data is read again after
-		// the walk).
-		p = filepath.Join(w.dataDir, rest)
-		info, err := os.Lstat(p)
 		switch {
-		case err == nil:
-			w.visitInfo(name, p, info)
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			// A key that ..data no longer has: the kubelet unlinks it
-			// next. Not a problem of the content, a moment of the update
-			// (even when every key vanished).
-			w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
-		default:
-			w.problem(name, err)
+		case e.Type()&fs.ModeSymlink == 0:
+			w.visit(name, p)
+		case w.visitLink(name, p, res):
+			dangling++
 		}
 	}
 	return visible, dangling
+}
+
+// visitLink adds what the visible symlink name (at p) shows, and reports
+// whether it dangles. The kubelet's links (..data/key) are resolved through
+// the version directory already resolved, as the app would, so that every
+// file comes from that one version (..data is read again after the walk);
+// one naming a key that ..data no longer has is a moment of an update, not
+// a problem of the content: the kubelet unlinks it next.
+func (w *walk) visitLink(name, p string, res *hashResult) (dangles bool) {
+	link, err := os.Readlink(p)
+	if err != nil {
+		w.vanished = true // replaced since the listing: an event follows
+		return false
+	}
+	rest, kubelet := strings.CutPrefix(link, dataLink+"/")
+	if !kubelet || w.dataDir == "" {
+		_, err := os.Stat(p)
+		dangles = errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+		if dangles && kubelet { // ..data is gone: a moment of a deletion
+			w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
+			return true
+		}
+		w.visit(name, p) // records a dangling link as a problem
+		return dangles
+	}
+	p = filepath.Join(w.dataDir, rest)
+	info, err := os.Lstat(p)
+	switch {
+	case err == nil:
+		w.visitInfo(name, p, info)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
+	default:
+		w.problem(name, err)
+	}
+	return false
 }
 
 // partly records why the volume looks half-way through an update, unless
@@ -419,7 +432,7 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 	defer delete(w.onPath, id)
 
 	w.watchDir(dir)
-	w.stampDir(dir, info)
+	w.stamp(dir, stampOf(info))
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -506,9 +519,10 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 // racyWindow).
 func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, error) {
 	e := entry{rel: r.rel, kind: kindFile, n: sha256.Size, size: r.stamp.size}
-	if sum, ok := w.last.lookup(r.ref, r.stamp); ok {
+	if sum, ok := w.last.lookup(r.stamp); ok {
 		e.digest = sum
-		w.next.files[r.ref] = digestEntry{r.stamp, sum}
+		w.next.keep(r.stamp, sum)
+		w.stamp(r.ref, r.stamp)
 		return e, nil
 	}
 	size, st, err := w.h.digest(d, r.ref, buf)
@@ -528,7 +542,8 @@ func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, error) {
 	d.Sum(e.digest[:0])
 	e.size = size
 	if st.size == size && st.settled(w.start, w.h.racy) {
-		w.next.files[r.ref] = digestEntry{st, e.digest}
+		w.next.keep(st, e.digest)
+		w.stamp(r.ref, st)
 	} else {
 		w.next.whole = false // the next hash reads it again
 	}

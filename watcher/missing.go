@@ -66,6 +66,31 @@ func (w *Watcher) lost(v *volume, err error, initial bool) {
 		v.present = false
 		w.watchedDirs.Dec()
 	}
+	w.logLost(v, err, initial)
+	w.missing(v, err)
+
+	// Watch the nearest existing parent: the volume's creation is an
+	// event there.
+	in := w.inotifyFor(v)
+	if in == nil {
+		return
+	}
+	var ws watchSet
+	if parent := existingParent(v.path); parent != "" {
+		w.watchDir(in, v, &ws, parent)
+	}
+	w.mu.Lock()
+	added := !maps.Equal(ws.wds, v.wds)
+	w.mu.Unlock()
+	w.hold(v, ws.wds)
+	w.watched(v, ws.err)
+	if info, err := os.Stat(v.path); added && err == nil && info.IsDir() {
+		w.mark(v) // it appeared before the parent's watch existed
+	}
+}
+
+// logLost logs why v cannot be hashed, once per kind of error.
+func (w *Watcher) logLost(v *volume, err error, initial bool) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if !v.waiting {
@@ -86,33 +111,20 @@ func (w *Watcher) lost(v *volume, err error, initial bool) {
 		w.errorsTotal.Inc()
 		level.Warn(w.logger).Log("msg", fmt.Sprintf("cannot read volume, retrying every %s", w.pollInt), "dir", v.dir, "err", err)
 	}
-	w.missing(v, err)
+}
 
-	// Watch the nearest existing parent: the volume's creation is an
-	// event there.
-	in := w.inotifyFor(v)
-	if in == nil {
-		return
-	}
-	var ws watchSet
-	for p := filepath.Dir(v.path); ; p = filepath.Dir(p) {
+// existingParent returns the real path of the nearest directory above
+// path that exists, or "".
+func existingParent(path string) string {
+	for p := filepath.Dir(path); ; p = filepath.Dir(p) {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			if info, err := os.Stat(real); err == nil && info.IsDir() {
-				w.watchDir(in, v, &ws, real)
-				break
+				return real
 			}
 		}
 		if p == filepath.Dir(p) {
-			break
+			return ""
 		}
-	}
-	w.mu.Lock()
-	added := !maps.Equal(ws.wds, v.wds)
-	w.mu.Unlock()
-	w.hold(v, ws.wds)
-	w.watched(v, ws.err)
-	if info, err := os.Stat(v.path); added && err == nil && info.IsDir() {
-		w.mark(v) // it appeared before the parent's watch existed
 	}
 }
 

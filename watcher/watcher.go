@@ -467,7 +467,8 @@ func (w *Watcher) refresh(v *volume, initial bool) {
 }
 
 // judge decides whether the hash res of v is reported: see "What is never
-// reported" in the package documentation.
+// reported" in the package documentation. The first hash (initial) is
+// recorded whatever it shows, unless the volume is broken.
 func (w *Watcher) judge(v *volume, res hashResult, initial bool) {
 	if res.broken != "" {
 		v.stopSettle()
@@ -478,32 +479,8 @@ func (w *Watcher) judge(v *volume, res hashResult, initial bool) {
 		}
 		return
 	}
-	partial := res.partial
-	switch {
-	case partial != "" || initial || res.sum == v.hash:
-	case res.version != "" && res.version == v.version && res.versionSum != v.versionSum:
-		partial = "the version directory that ..data names changed in place (the kubelet never does that)"
-	case res.version == "" && v.version != "":
-		partial = "..data vanished (the volume is being deleted or written for the first time)"
-	case res.version != "" && res.sum == emptyHash:
-		partial = "the kubelet volume shows no item (an rm -rf half-way, or an emptied ConfigMap)"
-	}
-	if partial != "" && !initial {
-		now := time.Now()
-		if v.partialSince.IsZero() {
-			v.partialSince = now
-			v.settleTimer = time.AfterFunc(w.settle, func() { w.mark(v) })
-			level.Debug(w.logger).Log("msg", "volume is half-way through an update, waiting for the next step", "dir", v.dir, "reason", partial)
-		}
-		if now.Sub(v.partialSince) < w.settle {
-			return // the next step makes an event
-		}
-		if partial == reasonVanished {
-			level.Debug(w.logger).Log("msg", fmt.Sprintf("volume kept changing for %s, reporting it", w.settle), "dir", v.dir, "reason", partial)
-		} else {
-			w.errorsTotal.Inc()
-			level.Warn(w.logger).Log("msg", fmt.Sprintf("volume still looks half-way through an update after %s, reporting what its visible names show", w.settle), "dir", v.dir, "reason", partial)
-		}
+	if partial := v.partial(res); partial != "" && !initial && !w.settled(v, partial) {
+		return // the next step makes an event
 	}
 	v.stopSettle()
 	if v.broken != "" {
@@ -516,6 +493,45 @@ func (w *Watcher) judge(v *volume, res hashResult, initial bool) {
 	if changed && !initial {
 		w.send(Change{Dir: v.dir, Hash: res.sum, Time: time.Now()})
 	}
+}
+
+// partial returns why res looks half-way through an update, or "": what
+// the hash saw alone, or a change from what was last reported that the
+// kubelet never makes.
+func (v *volume) partial(res hashResult) string {
+	switch {
+	case res.partial != "" || res.sum == v.hash:
+		return res.partial
+	case res.version != "" && res.version == v.version && res.versionSum != v.versionSum:
+		return "the version directory that ..data names changed in place (the kubelet never does that)"
+	case res.version == "" && v.version != "":
+		return "..data vanished (the volume is being deleted or written for the first time)"
+	case res.version != "" && res.sum == emptyHash:
+		return "the kubelet volume shows no item (an rm -rf half-way, or an emptied ConfigMap)"
+	}
+	return ""
+}
+
+// settled reports whether v, half-way through an update (why), has been
+// so for longer than the settle bound, and is to be reported as it is.
+// Until then the settle timer marks it again.
+func (w *Watcher) settled(v *volume, why string) bool {
+	now := time.Now()
+	if v.partialSince.IsZero() {
+		v.partialSince = now
+		v.settleTimer = time.AfterFunc(w.settle, func() { w.mark(v) })
+		level.Debug(w.logger).Log("msg", "volume is half-way through an update, waiting for the next step", "dir", v.dir, "reason", why)
+	}
+	if now.Sub(v.partialSince) < w.settle {
+		return false
+	}
+	if why == reasonVanished { // busy, not inconsistent
+		level.Debug(w.logger).Log("msg", fmt.Sprintf("volume kept changing for %s, reporting it", w.settle), "dir", v.dir, "reason", why)
+	} else {
+		w.errorsTotal.Inc()
+		level.Warn(w.logger).Log("msg", fmt.Sprintf("volume still looks half-way through an update after %s, reporting what its visible names show", w.settle), "dir", v.dir, "reason", why)
+	}
+	return true
 }
 
 func (w *Watcher) send(c Change) {
