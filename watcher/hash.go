@@ -175,7 +175,7 @@ type walk struct {
 
 // hashOnce walks root once, and returns the result and root's real path.
 func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResult, string, error) {
-	real, info, err := resolveRoot(root)
+	real, info, err := resolveDir(root)
 	if err != nil {
 		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
@@ -261,7 +261,12 @@ func (w *walk) versionDir(real string, res *hashResult) (items []string) {
 	if res.version == "" {
 		return nil
 	}
-	dir, info, err := resolveVersion(real, res.version)
+	dir := res.version
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(real, dir)
+	}
+	named := dir
+	dir, info, err := resolveDir(dir)
 	var entries []os.DirEntry
 	if err == nil {
 		entries, err = os.ReadDir(dir)
@@ -271,7 +276,7 @@ func (w *walk) versionDir(real string, res *hashResult) (items []string) {
 		return nil
 	}
 	w.dataDir, w.dataChanged = dir, info.ModTime()
-	if dir != filepath.Join(real, res.version) {
+	if dir != named || filepath.Dir(dir) != real { // a symlink, or not a directory of the root
 		w.links = true // not the kubelet's layout: the root's stamp does not vouch for it
 	}
 	for _, e := range entries {
@@ -643,10 +648,10 @@ func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, 
 	}
 }
 
-// resolveRoot returns the real path of a volume's root and its stat, or
+// resolveDir returns the real path of the directory path and its stat, or
 // errNotDir if it is not a directory.
-func resolveRoot(root string) (string, os.FileInfo, error) {
-	real, err := filepath.EvalSymlinks(root)
+func resolveDir(path string) (string, os.FileInfo, error) {
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return "", nil, err
 	}
@@ -655,24 +660,6 @@ func resolveRoot(root string) (string, os.FileInfo, error) {
 		err = errNotDir
 	}
 	return real, info, err
-}
-
-// resolveVersion returns the real path and the stat of the directory that
-// ..data names (target) in the directory real, itself resolved.
-func resolveVersion(real, target string) (string, os.FileInfo, error) {
-	dir := target
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(real, dir)
-	}
-	dir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", nil, err
-	}
-	info, err := os.Stat(dir)
-	if err == nil && !info.IsDir() {
-		err = errNotDir
-	}
-	return dir, info, err
 }
 
 // hidden reports whether a name is skipped: the kubelet's "..data",
