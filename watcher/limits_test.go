@@ -205,8 +205,8 @@ func TestPollTickerIdle(t *testing.T) {
 func TestOldVersionUnwatched(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "config")
 	files := make(map[string]string)
-	for i := range 1000 {
-		files[fmt.Sprintf("key%04d", i)] = "v1"
+	for i := range 1000 { // in directories, which a hash walks
+		files[fmt.Sprintf("d%d/key%04d", i%10, i)] = "v1"
 	}
 	vol := kubelet.New(dir)
 	if _, err := vol.Write(payload(files)); err != nil {
@@ -214,7 +214,7 @@ func TestOldVersionUnwatched(t *testing.T) {
 	}
 	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, nil)
 	events := h.metric("events")
-	files["key0000"] = "v2"
+	files["d0/key0000"] = "v2"
 	if _, err := vol.Write(payload(files)); err != nil {
 		t.Fatal(err)
 	}
