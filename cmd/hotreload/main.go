@@ -96,7 +96,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		names[i] = t.Name()
 	}
 	level.Info(logger).Log("msg", "starting", "version", version.Version, "revision", version.Revision,
-		"volumes", strings.Join(cfg.VolumeDirs, ","), "targets", strings.Join(names, ","))
+		"volumes", strings.Join(cfg.VolumeDirs, ","), "optional_volumes", strings.Join(cfg.OptionalDirs, ","), "targets", strings.Join(names, ","))
 	if state == nil {
 		level.Info(logger).Log("msg", "no --state-file: a change made while hotreload is not running (a restart, a crash) cannot be detected; mount an emptyDir and set --state-file to a file in it")
 	}
