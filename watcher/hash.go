@@ -122,6 +122,7 @@ type hashResult struct {
 	unreadable map[string]fileMeta // what can be seen of each unreadable file, by visible path
 	watched    int                 // directories passed to watch
 	seen       *seen               // for the next hash, and the resync
+	tree       *plainTree          // for the next hash, if root is a plain tree (plain.go)
 }
 
 // hash hashes root, redoing it if ..data was swapped meanwhile. last, if
@@ -161,6 +162,7 @@ type walk struct {
 	watch   func(dir string)
 	watched map[string]bool // directories passed to watch
 
+	dirs     map[string]string // every real directory walked: its visible path
 	visited  map[fileID]string // every real directory walked, by its first visible path
 	onPath   map[fileID]bool   // real directories between the root and the current one
 	records  []record
@@ -179,16 +181,11 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	if err != nil {
 		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	w := &walk{
-		h: h, last: last, start: time.Now(), watch: watch, watched: make(map[string]bool),
-		next:    &seen{files: make(map[fileKey]digestEntry, last.size()), whole: true},
-		visited: make(map[fileID]string),
-		onPath:  make(map[fileID]bool),
-	}
+	w := h.newWalk(last, watch)
 	w.watchDir(real)
 	w.stamp(root, stampOf(info)) // stat'ed by the resync as given, through any symlink
 	id := idOf(real, info)
-	w.visited[id], w.onPath[id] = ".", true
+	w.visited[id], w.onPath[id], w.dirs[real] = ".", true, "."
 
 	res := hashResult{}
 	res.version, _ = os.Readlink(filepath.Join(real, dataLink))
@@ -221,7 +218,18 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	res.watched = len(w.watched)
 	w.next.whole = w.next.whole && !w.links && len(w.problems) == 0 && res.partial == "" && res.broken == ""
 	res.seen = w.next
+	res.tree = w.tree(real, entriesRead, res)
 	return res, real, nil
+}
+
+func (h hasher) newWalk(last *seen, watch func(string)) *walk {
+	return &walk{
+		h: h, last: last, start: time.Now(), watch: watch, watched: make(map[string]bool),
+		next:    &seen{files: make(map[fileKey]digestEntry, last.size()), whole: true},
+		dirs:    make(map[string]string),
+		visited: make(map[fileID]string),
+		onPath:  make(map[fileID]bool),
+	}
 }
 
 // published reports whether path is the version directory that ..data
@@ -432,7 +440,7 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 		w.records = append(w.records, record{rel: rel, kind: kindAlias, ref: first})
 		return
 	}
-	w.visited[id] = rel
+	w.visited[id], w.dirs[dir] = rel, rel
 	w.onPath[id] = true
 	defer delete(w.onPath, id)
 

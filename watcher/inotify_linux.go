@@ -72,6 +72,7 @@ func (in *inotify) read(buf []byte, f func(event)) error {
 			name:     string(name),
 			overflow: mask&unix.IN_Q_OVERFLOW != 0,
 			gone:     mask&unix.IN_IGNORED != 0,
+			dirMoved: mask&unix.IN_ISDIR != 0 && mask&(unix.IN_MOVED_FROM|unix.IN_MOVED_TO|unix.IN_DELETE) != 0,
 		})
 	}
 	return nil

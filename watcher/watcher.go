@@ -27,6 +27,10 @@ const DefaultPollInterval = 5 * time.Second
 // kubelet's steps follow each other within milliseconds.
 const settleTimeout = 2 * time.Second
 
+// maxDirtyDirs bounds the directories that events named which a volume
+// keeps between two hashes; past it, the volume is walked.
+const maxDirtyDirs = 1024
+
 // reasonVanished says that a volume was busy, not inconsistent.
 const reasonVanished = "an entry vanished while it was read"
 
@@ -130,6 +134,8 @@ type volume struct {
 
 	// Under w.mu.
 	dirty, running bool
+	dirtyDirs      map[string]bool // the directories events named since the last hash took them
+	walkAll        bool            // a mark named no directory: the next hash walks the volume
 	poll           int
 	seen           *seen  // what the last hash saw (read by the resync)
 	watchNeed      int    // directories the last hash wanted watched
@@ -137,8 +143,9 @@ type volume struct {
 	wds            map[int]bool
 
 	// The hashing goroutine's.
-	present      bool // exists and was hashed
-	polling      bool // polled instead of watched by inotify
+	tree         *plainTree // the last hash's, if the volume is a plain tree (plain.go)
+	present      bool       // exists and was hashed
+	polling      bool       // polled instead of watched by inotify
 	retryAt      time.Time
 	hash         [32]byte // what was last reported (or found at start)
 	version      string   // ..data's target then
@@ -229,7 +236,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 	})
 	w.hashesTotal = f.NewCounter(prometheus.CounterOpts{
 		Name: "hotreload_volume_hashes_total",
-		Help: "Walks of a volume that hash what an app sees (files whose stat is unchanged are not read again). A kubelet update costs one; the resync and the poll walk only a volume whose stats changed.",
+		Help: "Walks of a volume that hash what an app sees (files whose stat is unchanged are not read again). A kubelet update costs one; an edit in a plain directory none; the resync and the poll walk only a volume whose stats changed.",
 	})
 	w.watchedDirs = f.NewGauge(prometheus.GaugeOpts{
 		Name: "hotreload_watched_dirs",
@@ -300,7 +307,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if w.poll {
 			level.Info(w.logger).Log("msg", fmt.Sprintf("polling every %s", w.pollInt), "dir", v.dir)
 		}
-		w.refresh(v, true)
+		w.refresh(v, true, nil)
 		if v.present && v.broken == "" {
 			w.firstMap[v.dir] = v.hash
 		}
@@ -344,6 +351,7 @@ type event struct {
 	name     string // of the entry in the watched directory; "" for the directory itself
 	overflow bool   // the kernel's queue overflowed: events were lost
 	gone     bool   // the watch is gone: its directory was deleted, or the watch removed
+	dirMoved bool   // the entry is a directory, moved or removed
 }
 
 // event marks dirty every volume that holds the watched directory, unless
@@ -368,7 +376,11 @@ func (w *Watcher) event(ev event) {
 		return
 	}
 	for _, v := range wt.vols {
-		w.markLocked(v)
+		if ev.name == "" || ev.dirMoved {
+			w.markLocked(v) // walked: a plain tree's paths would be stale
+		} else {
+			w.markDirLocked(v, wt.dir)
+		}
 	}
 }
 
@@ -388,7 +400,7 @@ func shows(dir, name string) bool {
 }
 
 // mark makes v dirty: its goroutine hashes it (once more, if it is hashing
-// it now).
+// it now), walking all of it.
 func (w *Watcher) mark(v *volume) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -396,6 +408,28 @@ func (w *Watcher) mark(v *volume) {
 }
 
 func (w *Watcher) markLocked(v *volume) {
+	v.walkAll, v.dirtyDirs = true, nil
+	w.kickLocked(v)
+}
+
+// markDirLocked makes v dirty for a change of the entries of the real
+// directory dir (see plain.go).
+func (w *Watcher) markDirLocked(v *volume, dir string) {
+	switch {
+	case v.walkAll:
+	case len(v.dirtyDirs) >= maxDirtyDirs:
+		v.walkAll, v.dirtyDirs = true, nil
+	default:
+		if v.dirtyDirs == nil {
+			v.dirtyDirs = make(map[string]bool)
+		}
+		v.dirtyDirs[dir] = true
+	}
+	w.kickLocked(v)
+}
+
+// kickLocked has v's goroutine hash it, starting one if none runs.
+func (w *Watcher) kickLocked(v *volume) {
 	v.dirty = true
 	if v.running || w.stopped {
 		return
@@ -406,23 +440,31 @@ func (w *Watcher) markLocked(v *volume) {
 	w.runners.Add(1)
 	go func() {
 		defer w.runners.Done()
-		for w.takeDirty(v) {
-			w.refresh(v, false)
+		for {
+			dirty, ok := w.takeDirty(v)
+			if !ok {
+				return
+			}
+			w.refresh(v, false, dirty)
 		}
 	}()
 }
 
-// takeDirty reports whether v is to be hashed again, and clears the mark;
-// if not, the volume's goroutine ends.
-func (w *Watcher) takeDirty(v *volume) bool {
+// takeDirty reports whether v is to be hashed again, with the directories
+// that events named (nil: walk it all), and clears the mark; if not, the
+// volume's goroutine ends.
+func (w *Watcher) takeDirty(v *volume) (dirty []string, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !v.dirty || w.stopped {
 		v.running = false
-		return false
+		return nil, false
 	}
-	v.dirty = false
-	return true
+	if !v.walkAll {
+		dirty = slices.Collect(maps.Keys(v.dirtyDirs))
+	}
+	v.dirty, v.walkAll, v.dirtyDirs = false, false, nil
+	return dirty, true
 }
 
 // idle reports whether no volume is dirty or being hashed. Tests use it
@@ -439,9 +481,10 @@ func (w *Watcher) idle() bool {
 }
 
 // refresh hashes v, watching what it walks, and sends a Change if what the
-// app sees differs from what was last reported. The first hash (initial)
-// only records what it finds.
-func (w *Watcher) refresh(v *volume, initial bool) {
+// app sees differs from what was last reported. dirty, if not nil, names the
+// directories whose entries changed, for a plain tree (plain.go). The first
+// hash (initial) only records what it finds.
+func (w *Watcher) refresh(v *volume, initial bool, dirty []string) {
 	defer w.updatePoll(v)
 	in := w.inotifyFor(v)
 	var ws watchSet
@@ -449,17 +492,34 @@ func (w *Watcher) refresh(v *volume, initial bool) {
 	if in != nil {
 		watch = func(dir string) { w.watchDir(in, v, &ws, dir) }
 	}
-	w.hashesTotal.Inc()
-	res, err := w.hasher.hash(v.path, v.seen, watch)
-	if err != nil {
-		w.setSeen(v, nil, 0)
-		w.lost(v, err, initial)
-		return
+	var res hashResult
+	updated := false
+	if v.tree != nil && dirty != nil && in != nil && !v.polling {
+		res, updated = w.hasher.update(v.tree, v.seen, dirty, watch)
+	}
+	if !updated {
+		w.hashesTotal.Inc()
+		var err error
+		if res, err = w.hasher.hash(v.path, v.seen, watch); err != nil {
+			v.tree = nil
+			w.setSeen(v, nil, 0)
+			w.lost(v, err, initial)
+			return
+		}
 	}
 	w.found(v)
 	if in != nil {
+		if updated { // the directories not listed again keep their watches
+			w.mu.Lock()
+			ws.wds = mapsUnion(ws.wds, v.wds)
+			w.mu.Unlock()
+		}
 		w.hold(v, ws.wds)
 		w.watched(v, ws.err)
+	}
+	v.tree = res.tree
+	if v.polling {
+		v.tree = nil // no events name what changes
 	}
 	w.setSeen(v, res.seen, res.watched)
 	w.report(v, res.problems)
@@ -560,4 +620,12 @@ func (w *Watcher) setSeen(v *volume, s *seen, watchNeed int) {
 	if watchNeed > 0 {
 		v.watchNeed = watchNeed
 	}
+}
+
+// mapsUnion returns a map holding the keys of a and b.
+func mapsUnion(a, b map[int]bool) map[int]bool {
+	u := make(map[int]bool, len(a)+len(b))
+	maps.Copy(u, a)
+	maps.Copy(u, b)
+	return u
 }
