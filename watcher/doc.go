@@ -21,7 +21,10 @@
 // the kubelet never changes (an update is a new version and a swap of
 // ..data, in the root). inotify watches a directory, not a path: a renamed
 // directory keeps its watch. Each volume keeps what its last hash saw (see
-// seen): a file whose stat is unchanged is not read again.
+// seen): a file whose stat is unchanged is not read again. A plain tree (no
+// ..data, no symlink) is not walked again after its first hash: an event
+// names the directory it happened in, which alone is listed again
+// (plainTree); a directory moved or removed walks the volume.
 //
 // # What is never reported
 //
