@@ -181,7 +181,7 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	if err != nil {
 		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	w := h.newWalk(last, watch)
+	w := h.newWalk(last, watch, last.size())
 	w.watchDir(real)
 	w.stamp(root, stampOf(info)) // stat'ed by the resync as given, through any symlink
 	id := idOf(real, info)
@@ -222,10 +222,11 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	return res, real, nil
 }
 
-func (h hasher) newWalk(last *seen, watch func(string)) *walk {
+// newWalk starts a walk that expects about files files.
+func (h hasher) newWalk(last *seen, watch func(string), files int) *walk {
 	return &walk{
 		h: h, last: last, start: time.Now(), watch: watch, watched: make(map[string]bool),
-		next:    &seen{files: make(map[fileKey]digestEntry, last.size()), whole: true},
+		next:    &seen{files: make(map[fileKey]digestEntry, files), whole: true},
 		dirs:    make(map[string]string),
 		visited: make(map[fileID]string),
 		onPath:  make(map[fileID]bool),
@@ -486,8 +487,7 @@ type entry struct {
 	n         uint8 // bytes of digest used: 32 for a file's SHA-256, 24 for fileMeta
 	size      int64
 	digest    [32]byte
-	alias     string   // kindAlias: the first path, in place of digest
-	meta      fileMeta // kindMeta: what the digest holds
+	alias     string // kindAlias: the first path, in place of digest
 }
 
 // read reads the files of the walk in the order of their visible paths and
@@ -503,8 +503,9 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 		e := entry{rel: r.rel, kind: r.kind}
 		switch r.kind {
 		case kindFile:
+			var meta fileMeta
 			var err error
-			if e, err = w.file(r, d, *buf); errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
+			if e, meta, err = w.file(r, d, *buf); errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
 				w.vanished = true // vanished or replaced meanwhile: an event follows
 				continue
 			} else if err != nil {
@@ -514,7 +515,7 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 				if unreadable == nil {
 					unreadable = make(map[string]fileMeta)
 				}
-				unreadable[r.rel] = e.meta
+				unreadable[r.rel] = meta
 			}
 		case kindAlias:
 			e.size, e.alias = int64(len(r.ref)), r.ref
@@ -527,30 +528,30 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 
 // file returns the entry of the regular file r: its digest, from the last
 // hash if its stamp is unchanged, else read; or, if it cannot be read,
-// what a stat shows of it (with the error). A file read is kept for the
+// what a stat shows of it (meta, with the error). A file read is kept for the
 // next hash if it last changed well before the walk started (see
 // racyWindow).
-func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, error) {
+func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, fileMeta, error) {
 	e := entry{rel: r.rel, kind: kindFile, n: sha256.Size, size: r.stamp.size}
 	if sum, ok := w.last.lookup(r.stamp); ok {
 		e.digest = sum
 		w.next.keep(r.stamp, sum)
 		w.stamp(r.ref, r.stamp)
-		return e, nil
+		return e, fileMeta{}, nil
 	}
 	size, st, err := w.h.digest(d, r.ref, buf)
 	if errors.Is(err, fs.ErrPermission) {
 		meta, serr := metaOf(r.ref)
 		if serr != nil {
-			return e, serr // vanished meanwhile
+			return e, meta, serr // vanished meanwhile
 		}
-		e.kind, e.size, e.meta = kindMeta, meta.size, meta
+		e.kind, e.size = kindMeta, meta.size
 		e.n = uint8(copy(e.digest[:], meta.bytes()))
-		return e, err
+		return e, meta, err
 	}
 	if err != nil {
 		e.kind = kindUnreadable
-		return e, err
+		return e, fileMeta{}, err
 	}
 	d.Sum(e.digest[:0])
 	e.size = size
@@ -560,30 +561,42 @@ func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, error) {
 	} else {
 		w.next.whole = false // the next hash reads it again
 	}
-	return e, nil
+	return e, fileMeta{}, nil
 }
 
 // fold returns the hash of entries (sorted by visible path) and the hash of
 // those read from inside the version directory.
 func fold(entries []entry) (sum, versionSum [32]byte) {
 	total, version := sha256.New(), sha256.New()
-	var b []byte
+	// The records go to the hashes in batches: a Write per record costs
+	// more than the hashing of 10,000 records.
+	var tb, vb []byte
 	for _, e := range entries {
-		b = append(b[:0], e.rel...)
-		b = append(b, 0, e.kind)
+		start := len(tb)
+		tb = append(tb, e.rel...)
+		tb = append(tb, 0, e.kind)
 		if e.kind != kindUnreadable {
-			b = binary.BigEndian.AppendUint64(b, uint64(e.size))
+			tb = binary.BigEndian.AppendUint64(tb, uint64(e.size))
 			if e.kind == kindAlias {
-				b = append(b, e.alias...)
+				tb = append(tb, e.alias...)
 			} else {
-				b = append(b, e.digest[:e.n]...)
+				tb = append(tb, e.digest[:e.n]...)
 			}
 		}
-		total.Write(b)
 		if e.inVersion {
-			version.Write(b)
+			vb = append(vb, tb[start:]...)
+		}
+		if len(tb) >= 16<<10 {
+			total.Write(tb)
+			tb = tb[:0]
+		}
+		if len(vb) >= 16<<10 {
+			version.Write(vb)
+			vb = vb[:0]
 		}
 	}
+	total.Write(tb)
+	version.Write(vb)
 	total.Sum(sum[:0])
 	version.Sum(versionSum[:0])
 	return sum, versionSum

@@ -57,7 +57,7 @@ func (w *walk) plain(entries []entry) bool {
 // A directory moved or removed makes the watcher walk the volume without
 // calling update (see event), so no visible path that t holds is stale.
 func (h hasher) update(t *plainTree, last *seen, dirty []string, watch func(string)) (hashResult, bool) {
-	w := h.newWalk(last, watch)
+	w := h.newWalk(last, watch, 0)
 	listed := make(map[string]bool, len(dirty)) // visible paths of the directories listed again
 	for _, dir := range dirty {
 		rel, ok := t.dirs[dir]
@@ -70,11 +70,20 @@ func (h hasher) update(t *plainTree, last *seen, dirty []string, watch func(stri
 	if !w.plain(fresh) {
 		return hashResult{}, false
 	}
-	// What the directories listed again hold comes from fresh alone.
+	// What the directories listed again hold comes from fresh alone;
+	// both are sorted by visible path, and so is their merge.
 	stale := func(rel string) bool { return listed[parent(rel)] }
-	entries := slices.DeleteFunc(slices.Clone(t.entries), func(e entry) bool { return stale(e.rel) })
+	entries := make([]entry, 0, len(t.entries)+len(fresh))
+	for _, e := range t.entries {
+		if stale(e.rel) {
+			continue
+		}
+		for len(fresh) > 0 && fresh[0].rel < e.rel {
+			entries, fresh = append(entries, fresh[0]), fresh[1:]
+		}
+		entries = append(entries, e)
+	}
 	entries = append(entries, fresh...)
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.rel, b.rel) })
 	problems := slices.DeleteFunc(slices.Clone(t.problems), func(p problem) bool { return stale(p.path) })
 	problems = append(problems, w.problems...)
 	for rel, m := range t.unreadable {
