@@ -14,6 +14,7 @@ import (
 	ossignal "os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -21,6 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	promversion "github.com/prometheus/common/version"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -30,6 +34,7 @@ import (
 
 	"github.com/hotreload/hotreload/controller"
 	"github.com/hotreload/hotreload/controller/config"
+	"github.com/hotreload/hotreload/controller/rollout"
 	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/internal/version"
 	"github.com/hotreload/hotreload/internal/web"
@@ -52,6 +57,14 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	version.Register(reg)
+	restConfig.Wrap(controller.CountRequests(reg))
+
 	// One typed client per API group it calls, not kubernetes.Interface,
 	// which links the clients of every group; one HTTP client for all.
 	httpClient, err := rest.HTTPClientFor(restConfig)
@@ -71,13 +84,6 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	version.Register(reg)
-
 	opts := controller.Options{
 		Pods:           pods,
 		Metadata:       meta,
@@ -96,6 +102,13 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			RenewDeadline: cfg.RenewDeadline,
 			RetryPeriod:   cfg.RetryPeriod,
 		}
+	}
+	if cfg.Rollouts {
+		part, err := rollouts(ctx, logger, reg, cfg, restConfig, httpClient, pods)
+		if err != nil {
+			return badInput(stderr, err)
+		}
+		opts.Parts = append(opts.Parts, part)
 	}
 	c, err := controller.New(logger, reg, opts)
 	if err != nil {
@@ -135,6 +148,40 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	level.Info(logger).Log("msg", "stopped")
 	return 0
+}
+
+// rollouts builds the rollout part. Without the ConfigRollout CRD (or
+// the right to list ConfigRollouts) it runs restart mode alone, and says so.
+func rollouts(ctx context.Context, logger log.Logger, reg prometheus.Registerer, cfg *config.Config, rc *rest.Config, httpClient *http.Client, core corev1client.CoreV1Interface) (*rollout.Controller, error) {
+	dyn, err := dynamic.NewForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	ns := ""
+	if len(cfg.Namespaces) > 0 {
+		ns = cfg.Namespaces[0]
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = rollout.NewClient(dyn).List(lctx, ns, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsNotFound(err):
+		level.Info(logger).Log("msg", "the ConfigRollout CRD is not installed: ConfigRollouts are off, restart mode runs; apply examples/controller/crd.yaml and restart the controller to use them")
+		dyn = nil
+	case apierrors.IsForbidden(err):
+		level.Warn(logger).Log("msg", "API call failed, ConfigRollouts are off (restart mode runs)", "call", "list configrollouts", "err", err,
+			"hint", "its RBAC does not allow this: grant it as examples/controller/controller.yaml does, and restart the controller")
+		dyn = nil
+	case err != nil:
+		// The informers say what fails; the ConfigRollout informer
+		// retries until the API server answers.
+		level.Debug(logger).Log("msg", "cannot tell whether the ConfigRollout CRD is installed; assuming it is", "err", err)
+	}
+	opts := rollout.Options{Core: core, Workers: cfg.RolloutWorkers, ScrapeTimeout: cfg.ScrapeTimeout, ContentURL: cfg.TestContentURL}
+	if dyn != nil {
+		opts.Dynamic = dyn
+	}
+	return rollout.New(logger, reg, opts)
 }
 
 // restConfig is the client configuration: the pod's service account, or
