@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# run.sh: what `make e2e` does. Brings up a real single-node Kubernetes on
-# this machine (cluster/up.sh), builds the images from this checkout, runs the
-# Go suite in this directory against it, and tears everything down
-# (cluster/down.sh) however the run ends: a failed test, Ctrl-C, SIGTERM.
+# run.sh: what `make e2e` does, in timed phases: build (the kube binaries on
+# a cache miss, and the images from this checkout), cluster up (a real
+# single-node Kubernetes on this machine: cluster/up.sh), suite (the Go tests
+# in this directory), and teardown (cluster/down.sh), which runs however the
+# run ends: a failed test, Ctrl-C, SIGTERM.
 #
 # Needs root and cgroups; installs its Debian packages with apt-get. The kube
 # binaries are built once per version into E2E_CACHE (outside the clone).
+# One run at a time on a machine: a second waits for the first (a lock file).
 #
 #   E2E_KUBE_VERSION  kube-apiserver and kubelet version (default 1.33.13)
 #   E2E_CACHE         binary cache (default /var/cache/hotreload-e2e)
@@ -19,6 +21,33 @@ die() { echo "make e2e: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$here/cluster/host.sh"
+
+# One cluster per machine (fixed ports and state): a second run waits for
+# the first to end. The lock goes when this process does: the daemons that
+# up.sh starts do not inherit it (9>&-), so that a run killed hard leaves
+# nothing that holds it, and the next run cleans up after it.
+lockdir=/run/lock
+[ -d "$lockdir" ] || lockdir=/var/lock
+lock=$lockdir/hotreload-e2e.lock
+exec 9>"$lock"
+if ! flock -n 9; then
+	echo "make e2e: another make e2e runs on this machine (it holds $lock); waiting for it to end"
+	flock 9
+fi
+
+# phase NAME: end the phase that runs (printing its time), and start NAME.
+phase_name= phase_start=
+phases=()
+phase() {
+	local now
+	now=$(date +%s%N)
+	if [ -n "$phase_name" ]; then
+		phases+=("$(printf '%-12s %6.1fs' "$phase_name" "$(((now - phase_start) / 1000000))e-3")")
+		echo "make e2e: phase $phase_name took ${phases[-1]##* }"
+	fi
+	phase_name=$1 phase_start=$now
+}
+phase build
 version=${E2E_KUBE_VERSION:-1.33.13}
 cache=${E2E_CACHE:-/var/cache/hotreload-e2e}
 export E2E_STATE=${E2E_STATE:-/tmp/hotreload-e2e}
@@ -67,6 +96,7 @@ status=1
 before=
 finish() {
 	trap - EXIT INT TERM
+	phase teardown
 	"$here/cluster/down.sh" || true
 	if [ -n "$before" ]; then
 		after=$(host_state)
@@ -78,6 +108,10 @@ finish() {
 			echo "make e2e: host restored (sysctls, iptables, cgroups, mounts, /var/log/containers, processes)"
 		fi
 	fi
+	phase done
+	echo "make e2e: phase times"
+	printf '  %s\n' "${phases[@]}"
+	if ((status == 0)); then echo "make e2e: PASS"; else echo "make e2e: FAIL (status $status)"; fi
 	exit "$status"
 }
 trap finish EXIT
@@ -87,8 +121,10 @@ trap 'echo "make e2e: interrupted, tearing down" >&2; status=130; finish' INT TE
 before=$(host_state)
 mkdir -p "$E2E_STATE"
 "$here/cluster/images.sh" "$E2E_IMAGES"
-"$here/cluster/up.sh"
+phase "cluster up"
+"$here/cluster/up.sh" 9>&-
 export KUBECONFIG=$E2E_STATE/admin.kubeconfig
+phase suite
 
 cd "$root"
 set +e
@@ -98,4 +134,3 @@ set -e
 echo
 echo "make e2e: figures"
 grep -h 'E2E-FIGURE' "$E2E_STATE/suite.log" | sed 's/^.*E2E-FIGURE: */  /' || true
-if ((status == 0)); then echo "make e2e: PASS"; else echo "make e2e: FAIL (status $status)"; fi
