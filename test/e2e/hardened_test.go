@@ -82,6 +82,9 @@ func logLine(logs, msg string) map[string]string {
 // TestSubPathRefused: a ConfigMap key mounted with subPath never updates;
 // given as --volume-dir, hotreload refuses it at start with a hint that
 // works (mount the whole volume), instead of a Ready pod that never reloads.
+// A bare Pod with restartPolicy Never: the test reads the exit code and the
+// one log line of hotreload's only run, which a Deployment's pod (always
+// restarted) would bury under restarts.
 func TestSubPathRefused(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
@@ -95,8 +98,6 @@ apiVersion: v1
 kind: Pod
 metadata: {name: subpath}
 spec:
-  nodeName: `+node+`
-  hostNetwork: true
   automountServiceAccountToken: false
   restartPolicy: Never
   containers:

@@ -7,44 +7,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
 
-// The one transform the suite applies to the shipped manifests, for what
-// this cluster lacks and nothing else:
-//
-//   - no controller-manager or scheduler: a Deployment becomes the Pod its
-//     template describes (named after the Deployment, or NAME-i for each of
-//     several replicas), with spec.nodeName set to this node;
-//   - no pod network: the pod uses the host's (hostNetwork: true);
-//   - no registry: each image becomes the local image of the same program
-//     (see localImages), with imagePullPolicy: Never.
-//
-// Every other field, the security contexts, probes, volumes, args and
-// ports included, is applied as shipped.
+// The suite applies the manifests of examples/ as shipped: Deployments,
+// Services, the controller's RBAC. The images they name are the ones built
+// from this checkout, loaded under the shipped names (cluster/load-images.sh
+// and cluster/shipped-images.txt). A test that changes an example (the nginx
+// variants with a root master) says so and changes the Deployment's pod
+// template, nothing else.
 
-// localImages maps a part of a shipped image's name to the image built by
-// cluster/images.sh for the same program. The first match wins.
-var localImages = []struct{ match, image string }{
-	{"hotreload-controller", "localhost/hotreload-controller:e2e"},
-	{"hotreload", "localhost/hotreload:e2e"},
-	{"prometheus/prometheus", "localhost/hotreload-e2e/prometheus:e2e"},
-	{"alertmanager", "localhost/hotreload-e2e/alertmanager:e2e"},
-	{"nginx", "localhost/hotreload-e2e/nginx:e2e"},
-	{"my-app", "localhost/hotreload-e2e/testapp:e2e"},
-}
-
-func localImage(image string) (string, error) {
-	for _, m := range localImages {
-		if strings.Contains(image, m.match) {
-			return m.image, nil
-		}
-	}
-	return "", fmt.Errorf("no local image for %q: add it to localImages and cluster/images.sh", image)
-}
+// rolloutWait bounds a Deployment's rollout: pods are scheduled, their
+// images are local, but the machine is shared.
+const rolloutWait = 3 * time.Minute
 
 // object is one manifest, decoded.
 type object = map[string]any
@@ -94,66 +74,17 @@ func readManifest(t *testing.T, path string) []byte {
 	return b
 }
 
-// forCluster applies the transform above. each, if not nil, is called on
-// every pod made from a workload, with the replica's index.
-func forCluster(t *testing.T, manifests []byte, each func(i int, pod object)) []byte {
+// withTemplate returns manifests with edit applied to the pod template
+// (metadata and spec) of every Deployment in them.
+func withTemplate(t *testing.T, manifests []byte, edit func(template object)) []byte {
 	t.Helper()
-	var out []object
-	for _, o := range decode(t, manifests) {
-		switch o["kind"] {
-		case "Deployment", "StatefulSet", "DaemonSet":
-			out = append(out, podsOf(t, o, each)...)
-		default:
-			out = append(out, o)
+	objs := decode(t, manifests)
+	for _, o := range objs {
+		if o["kind"] == "Deployment" {
+			edit(dig[object](o, "spec", "template"))
 		}
 	}
-	return encode(t, out)
-}
-
-func podsOf(t *testing.T, workload object, each func(int, object)) []object {
-	t.Helper()
-	name := dig[string](workload, "metadata", "name")
-	spec := dig[object](workload, "spec")
-	replicas := 1
-	if r, ok := spec["replicas"].(float64); ok {
-		replicas = int(r)
-	}
-	var pods []object
-	for i := range replicas {
-		// A fresh copy of the template for every replica.
-		var tmpl object
-		b, _ := json.Marshal(spec["template"])
-		_ = json.Unmarshal(b, &tmpl)
-		meta, _ := tmpl["metadata"].(object)
-		if meta == nil {
-			meta = object{}
-		}
-		meta["name"] = name
-		if replicas > 1 {
-			meta["name"] = fmt.Sprintf("%s-%d", name, i)
-		}
-		podSpec := dig[object](tmpl, "spec")
-		podSpec["nodeName"] = node
-		podSpec["hostNetwork"] = true
-		for _, list := range []string{"initContainers", "containers"} {
-			cs, _ := podSpec[list].([]any)
-			for _, c := range cs {
-				c := c.(object)
-				img, err := localImage(c["image"].(string))
-				if err != nil {
-					t.Fatal(err)
-				}
-				c["image"] = img
-				c["imagePullPolicy"] = "Never"
-			}
-		}
-		pod := object{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": podSpec}
-		if each != nil {
-			each(i, pod)
-		}
-		pods = append(pods, pod)
-	}
-	return pods
+	return encode(t, objs)
 }
 
 // dig returns the value at a path of keys, or T's zero value.
@@ -169,4 +100,106 @@ func dig[T any](o object, keys ...string) T {
 	}
 	v, _ := cur.(T)
 	return v
+}
+
+// deployment is the part of a Deployment the tests read.
+type deployment struct {
+	Metadata struct {
+		Generation int64 `json:"generation"`
+	} `json:"metadata"`
+	Spec struct {
+		Replicas int `json:"replicas"`
+		Selector struct {
+			MatchLabels map[string]string `json:"matchLabels"`
+		} `json:"selector"`
+	} `json:"spec"`
+	Status struct {
+		ObservedGeneration int64 `json:"observedGeneration"`
+		Replicas           int   `json:"replicas"`
+		UpdatedReplicas    int   `json:"updatedReplicas"`
+		ReadyReplicas      int   `json:"readyReplicas"`
+		AvailableReplicas  int   `json:"availableReplicas"`
+	} `json:"status"`
+}
+
+// rollout waits until a Deployment has rolled out, as `kubectl rollout
+// status` sees it (every replica of the current template updated and
+// available, none of an older one left), and until only those pods are
+// left, none terminating. It returns them, sorted by name.
+func rollout(t *testing.T, ns, name string) []pod {
+	t.Helper()
+	var (
+		d    deployment
+		pods []pod
+		err  error
+	)
+	waitFor(t, rolloutWait, func() bool {
+		var out string
+		if out, err = kubectl(nil, "-n", ns, "get", "deployment", name, "-o", "json"); err != nil {
+			return false
+		}
+		if err = json.Unmarshal([]byte(out), &d); err != nil {
+			return false
+		}
+		want := d.Spec.Replicas
+		if d.Status.ObservedGeneration < d.Metadata.Generation || d.Status.UpdatedReplicas != want ||
+			d.Status.Replicas != want || d.Status.AvailableReplicas != want {
+			return false
+		}
+		if pods, err = podsOf(ns, d.Spec.Selector.MatchLabels); err != nil {
+			return false
+		}
+		return len(pods) == want && !slices.ContainsFunc(pods, func(p pod) bool {
+			return p.Metadata.DeletionTimestamp != nil || !p.ready() || p.Status.PodIP == ""
+		})
+	}, func() string {
+		return fmt.Sprintf("deployment %s/%s has not rolled out: %+v, %d pods, err %v", ns, name, d.Status, len(pods), err)
+	})
+	return pods
+}
+
+// podsOf lists the pods that match labels, sorted by name.
+func podsOf(ns string, labels map[string]string) ([]pod, error) {
+	var sel []string
+	for k, v := range labels {
+		sel = append(sel, k+"="+v)
+	}
+	out, err := kubectl(nil, "-n", ns, "get", "pods", "-l", strings.Join(sel, ","), "-o", "json")
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []pod `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b pod) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	return list.Items, nil
+}
+
+// onePod waits for a Deployment of one replica to roll out and returns its pod.
+func onePod(t *testing.T, ns, name string) pod {
+	t.Helper()
+	pods := rollout(t, ns, name)
+	if len(pods) != 1 {
+		t.Fatalf("deployment %s/%s has %d pods, want 1", ns, name, len(pods))
+	}
+	return pods[0]
+}
+
+// url is http://POD_IP:port/path: the pod reached on the pod network.
+func (p pod) url(port int, path string) string {
+	return fmt.Sprintf("http://%s:%d%s", p.Status.PodIP, port, path)
+}
+
+// serviceURL is http://CLUSTER_IP:port/path: a Service reached through
+// kube-proxy, from this host as the API server reaches a webhook's.
+func serviceURL(t *testing.T, ns, name string, port int, path string) string {
+	t.Helper()
+	ip := strings.TrimSpace(mustKubectl(t, nil, "-n", ns, "get", "service", name, "-o", "jsonpath={.spec.clusterIP}"))
+	if ip == "" || ip == "None" {
+		t.Fatalf("service %s/%s has no cluster IP", ns, name)
+	}
+	return fmt.Sprintf("http://%s:%d%s", ip, port, path)
 }

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# run.sh: what `make e2e` does, in timed phases: build (the kube binaries on
-# a cache miss, and the images from this checkout), cluster up (a real
-# single-node Kubernetes on this machine: cluster/up.sh), suite (the Go tests
-# in this directory), and teardown (cluster/down.sh), which runs however the
-# run ends: a failed test, Ctrl-C, SIGTERM.
+# run.sh: what `make e2e` does, in five timed phases: build (the kube binaries
+# on a cache miss, and the images from this checkout), cluster up (a whole
+# single-node Kubernetes on this machine: cluster/up.sh), images (loaded into
+# its containerd under the names the examples ship with:
+# cluster/load-images.sh), suite (the Go tests in this directory), and
+# teardown (cluster/down.sh), which runs however the run ends: a failed test,
+# Ctrl-C, SIGTERM. Then it checks that the host is as it was before.
 #
 # Needs root and cgroups; installs its Debian packages with apt-get. The kube
 # binaries are built once per version into E2E_CACHE (outside the clone).
 # One run at a time on a machine: a second waits for the first (a lock file).
 #
-#   E2E_KUBE_VERSION  kube-apiserver and kubelet version (default 1.33.13)
+#   E2E_KUBE_VERSION  version of every kube binary (default 1.33.13)
 #   E2E_CACHE         binary cache (default /var/cache/hotreload-e2e)
 #   E2E_STATE         cluster state, removed at the end (default /tmp/hotreload-e2e)
 #   E2E_RUN           a -run pattern for the suite
@@ -22,10 +24,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$here/cluster/host.sh"
 
-# One cluster per machine (fixed ports and state): a second run waits for
-# the first to end. The lock goes when this process does: the daemons that
-# up.sh starts do not inherit it (9>&-), so that a run killed hard leaves
-# nothing that holds it, and the next run cleans up after it.
+# One cluster per machine (fixed ports, a fixed bridge and ranges): a second
+# run waits for the first to end. The lock goes when this process does: the
+# daemons that up.sh starts do not inherit it (9>&-), so that a run killed
+# hard leaves nothing that holds it, and the next run cleans up after it.
 lockdir=/run/lock
 [ -d "$lockdir" ] || lockdir=/var/lock
 lock=$lockdir/hotreload-e2e.lock
@@ -64,7 +66,8 @@ fi
 need=()
 for pair in etcd:etcd-server containerd:containerd runc:runc buildah:buildah iptables:iptables \
 	openssl:openssl curl:curl nginx:nginx-light prometheus:prometheus \
-	prometheus-alertmanager:prometheus-alertmanager; do
+	prometheus-alertmanager:prometheus-alertmanager /usr/lib/cni/bridge:containernetworking-plugins \
+	ip:iproute2 nsenter:util-linux; do
 	command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if ((${#need[@]})); then
@@ -80,13 +83,18 @@ command -v kubectl >/dev/null || export PATH=$E2E_KUBE_BIN:$PATH # kube-binaries
 # host_state prints what the cluster changes on the host outside its state
 # directory, so that the run can check that down.sh undid all of it.
 host_state() {
-	sysctl -e "${kubelet_sysctls[@]}"
-	local ipt t
+	sysctl -e "${cluster_sysctls[@]}"
+	local ipt t d
 	for ipt in iptables ip6tables; do
 		command -v $ipt >/dev/null || continue
-		for t in filter mangle nat; do $ipt -t $t -S 2>/dev/null | grep -- 'KUBE-' || true; done
+		for t in filter mangle nat raw; do $ipt -t $t -S 2>/dev/null | sed "s/^/$ipt -t $t /" || true; done
 	done
-	[ -d /var/log/containers ] && echo "/var/log/containers exists"
+	ip -o link show | awk -F': ' '{print "link", $2}'
+	ip -4 route show table all
+	ip -6 route show table all | sed 's/ expires [0-9]*sec//' # router advertisements count down
+	for d in "${created_dirs[@]}" /var/run/netns /var/run/kubernetes /usr/libexec/kubernetes; do
+		[ -e "$d" ] && echo "$d exists"
+	done
 	ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null || true
 	awk -v st="$E2E_STATE" 'index($2, st) == 1' /proc/self/mounts
 	pgrep -af -- "$E2E_STATE" || true
@@ -105,7 +113,7 @@ finish() {
 			diff <(echo "$before") <(echo "$after") >&2
 			status=1
 		else
-			echo "make e2e: host restored (sysctls, iptables, cgroups, mounts, /var/log/containers, processes)"
+			echo "make e2e: host restored (sysctls, iptables, links, routes, cgroups, mounts, /var/lib/cni, /var/log/containers, processes)"
 		fi
 	fi
 	phase done
@@ -124,6 +132,8 @@ mkdir -p "$E2E_STATE"
 phase "cluster up"
 "$here/cluster/up.sh" 9>&-
 export KUBECONFIG=$E2E_STATE/admin.kubeconfig
+phase images
+"$here/cluster/load-images.sh"
 phase suite
 
 cd "$root"
