@@ -17,35 +17,33 @@ sock=$st/containerd/containerd.sock
 say() { echo "e2e cluster: $*"; }
 
 alive() { [ -f "$st/pids/$1.pid" ] && kill -0 "$(cat "$st/pids/$1.pid")" 2>/dev/null; }
-# stop NAME [SECONDS]: SIGTERM the recorded pid, SIGKILL once SECONDS have passed.
+# stop NAME...: SIGTERM the recorded pids, all at once, and SIGKILL those
+# still there 15 s later.
 stop() {
-	local name=$1 secs=${2:-15} pid i
-	[ -f "$st/pids/$name.pid" ] || return 0
-	pid=$(cat "$st/pids/$name.pid")
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid"
-		for ((i = 0; i < secs * 10; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-	fi
-	rm -f "$st/pids/$name.pid"
+	local name pid pids=() i
+	for name in "$@"; do
+		[ -f "$st/pids/$name.pid" ] || continue
+		pid=$(cat "$st/pids/$name.pid")
+		rm -f "$st/pids/$name.pid"
+		kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+	done
+	for ((i = 0; i < 150; i++)); do
+		for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && break; pid=; done
+		[ -z "${pid:-}" ] && return 0
+		sleep 0.1
+	done
+	for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
 }
 
 # 1. Stop what makes pods (so that nothing replaces the ones deleted next),
 # then let the kubelet stop this node's pods, so that it unmounts their
 # volumes and the CNI plugin releases their addresses and links.
-stop kube-controller-manager
-stop kube-scheduler
+stop kube-controller-manager kube-scheduler
 if alive kube-apiserver && alive kubelet; then
 	kubectl delete pods --all -A --field-selector "spec.nodeName=${E2E_NODE:-localhost}" \
 		--grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 || true
 fi
-stop kube-proxy
-stop kubelet
-stop kube-apiserver
-stop etcd
+stop kube-proxy kubelet kube-apiserver etcd
 
 # 2. Whatever is left in our containerd: kill its tasks, remove its containers.
 if alive containerd; then
