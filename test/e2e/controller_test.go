@@ -233,13 +233,13 @@ metadata: {name: proj-secret}
 stringData: {token: "0"}
 `))
 		cmPod := testPod{
-			name: "opted-in", appPort: 18211, metricsPort: 19211,
+			name:          "opted-in",
 			volumes:       []object{configMapVolume("config", "settings")},
 			mounts:        map[string]string{"config": "/etc/config"},
 			hotreloadArgs: []string{"--log.level=debug"},
 		}
 		multiPod := testPod{
-			name: "secret-and-projected", appPort: 18212, metricsPort: 19212,
+			name: "secret-and-projected",
 			volumes: []object{
 				{"name": "creds", "secret": object{"secretName": "creds"}},
 				{"name": "projected", "projected": object{"sources": []any{
@@ -250,7 +250,7 @@ stringData: {token: "0"}
 			mounts: map[string]string{"creds": "/etc/creds", "projected": "/etc/proj"},
 		}
 		bystander := testPod{
-			name: "bystander", appPort: 18213, metricsPort: 19213,
+			name:    "bystander",
 			volumes: []object{configMapVolume("config", "settings")},
 			mounts:  map[string]string{"config": "/etc/config"},
 		}

@@ -19,7 +19,7 @@ func TestHardened(t *testing.T) {
 	ns := namespace(t)
 	apply(t, ns, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: one}\n"))
 	p := testPod{
-		name: "hardened", appPort: 18103, metricsPort: 19103,
+		name:    "hardened",
 		volumes: []object{configMapVolume("config", "settings")},
 		mounts:  map[string]string{"config": "/etc/config"},
 		// debug: the line that says what start-up gave back

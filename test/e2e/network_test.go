@@ -40,7 +40,7 @@ spec:
   selector: {%q: %s}
   ports: [{port: 80, targetPort: 8080}]
 `, name, podLabel, name)))
-		pods[name] = testPod{name: name, appPort: 8080, metricsPort: 9533,
+		pods[name] = testPod{name: name,
 			volumes: []object{configMapVolume("config", "settings")},
 			mounts:  map[string]string{"config": "/etc/config"},
 		}.start(t, ns)

@@ -21,8 +21,6 @@ import (
 // replicas_test.go).
 type testPod struct {
 	name          string
-	appPort       int
-	metricsPort   int
 	ip            string            // the pod's address, once start has returned
 	volumes       []object          // pod volumes
 	mounts        map[string]string // volume name -> mount path, in both containers
@@ -47,9 +45,9 @@ func (p testPod) manifest(t *testing.T) []byte {
 			"capabilities":             object{"drop": []any{"ALL"}},
 		}
 	}
-	appArgs := []any{fmt.Sprintf("--listen=:%d", p.appPort), "--token-file="}
-	hrArgs := []any{fmt.Sprintf("--web.listen-address=:%d", p.metricsPort),
-		fmt.Sprintf("--webhook-url=http://127.0.0.1:%d/admin/reload", p.appPort)}
+	appArgs := []any{fmt.Sprintf("--listen=:%d", testAppPort), "--token-file="}
+	hrArgs := []any{fmt.Sprintf("--web.listen-address=:%d", hotreloadPort),
+		fmt.Sprintf("--webhook-url=http://127.0.0.1:%d/admin/reload", testAppPort)}
 	for _, d := range dirs {
 		appArgs = append(appArgs, "--dir="+d)
 		hrArgs = append(hrArgs, "--volume-dir="+d)
@@ -58,7 +56,7 @@ func (p testPod) manifest(t *testing.T) []byte {
 		hrArgs = append(hrArgs, a)
 	}
 	probe := func(path string) object {
-		return object{"httpGet": object{"path": path, "port": p.metricsPort}, "periodSeconds": 2}
+		return object{"httpGet": object{"path": path, "port": hotreloadPort}, "periodSeconds": 2}
 	}
 	hr := object{
 		"name": "hotreload", "image": "localhost/hotreload:e2e", "imagePullPolicy": "Never",
@@ -100,6 +98,10 @@ func toAny(objs []object) []any {
 	return out
 }
 
+// testAppPort is where the test app of a test pod listens (hotreload's
+// metrics are on hotreloadPort, as in the examples).
+const testAppPort = 8080
+
 // podLabel names a test pod, for a Service to select it by.
 const podLabel = "e2e.hotreload.dev/pod"
 
@@ -113,8 +115,8 @@ func (p testPod) start(t *testing.T, ns string) testPod {
 }
 
 // app is the base URL of the pod's test app; metrics, hotreload's metrics.
-func (p testPod) app() string     { return fmt.Sprintf("http://%s:%d", p.ip, p.appPort) }
-func (p testPod) metrics() string { return fmt.Sprintf("http://%s:%d/metrics", p.ip, p.metricsPort) }
+func (p testPod) app() string     { return fmt.Sprintf("http://%s:%d", p.ip, testAppPort) }
+func (p testPod) metrics() string { return fmt.Sprintf("http://%s:%d/metrics", p.ip, hotreloadPort) }
 
 // loaded is what the test app says it loaded.
 type loaded struct {

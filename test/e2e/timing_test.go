@@ -32,7 +32,7 @@ func TestTimingKubeletSync(t *testing.T) {
 	took := make([]time.Duration, pods)
 	var wg sync.WaitGroup
 	for i := range pods {
-		ns, p := timingPod(t, i)
+		ns, p := timingPod(t)
 		wg.Go(func() {
 			if timeEdit(t, ns, p, syncWait, false) == 0 {
 				return
@@ -54,7 +54,7 @@ func TestTimingKubeletSync(t *testing.T) {
 // sub-second figures would otherwise measure the suite's own pods starting
 // (seen: the controller's median went from 0.67 s to 2.35 s among them).
 func TestTimingAnnotated(t *testing.T) {
-	ns, p := timingPod(t, 3)
+	ns, p := timingPod(t)
 	var took []time.Duration
 	for i := range 5 {
 		if i > 0 {
@@ -67,12 +67,12 @@ func TestTimingAnnotated(t *testing.T) {
 	printTimes(t, "ConfigMap patch to app reloaded, pod annotated after the patch (edits 3s apart)", took)
 }
 
-func timingPod(t *testing.T, i int) (string, testPod) {
+func timingPod(t *testing.T) (string, testPod) {
 	t.Helper()
 	ns := namespace(t)
 	apply(t, ns, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {edit: \"0\"}\n"))
 	p := testPod{
-		name: "timing", appPort: 18110 + i, metricsPort: 19110 + i,
+		name:    "timing",
 		volumes: []object{configMapVolume("config", "settings")},
 		mounts:  map[string]string{"config": "/etc/config"},
 	}

@@ -29,7 +29,7 @@ metadata: {name: creds}
 stringData: {password: first}
 `))
 	p := testPod{
-		name: "both", appPort: 18101, metricsPort: 19101,
+		name: "both",
 		volumes: []object{
 			{"name": "secret", "secret": object{"secretName": "creds"}},
 			{"name": "projected", "projected": object{"sources": []any{
@@ -124,7 +124,7 @@ metadata: {name: settings}
 data: {mode: before}
 `))
 	p := testPod{
-		name: "restart", appPort: 18102, metricsPort: 19102,
+		name: "restart",
 		volumes: []object{
 			configMapVolume("config", "settings"),
 			{"name": "state", "emptyDir": object{"sizeLimit": "1Mi"}},
@@ -191,7 +191,7 @@ func TestUnreadableSecret(t *testing.T) {
 	ns := namespace(t)
 	apply(t, ns, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {password: first}\n"))
 	p := testPod{
-		name: "unreadable", appPort: 18105, metricsPort: 19105,
+		name:    "unreadable",
 		volumes: []object{{"name": "creds", "secret": object{"secretName": "creds", "defaultMode": 0o400}}},
 		mounts:  map[string]string{"creds": "/etc/creds"},
 		appSpec: func(c object) {
