@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/hotreload/hotreload/controller"
+	"github.com/hotreload/hotreload/internal/poll"
 )
 
 // hotreload-controller (examples/controller) in the real cluster: the
@@ -94,34 +95,44 @@ func leaseHolder(t *testing.T) string {
 }
 
 // watchAnnotation sends the time of every change of the pod's nudge
-// annotation, until the test ends.
+// annotation, until the test ends. It watches from any resourceVersion the
+// API server's cache has ("0"), and watches again when a watch ends: a watch
+// from the latest one ("") waits for the cache to catch up with etcd, which
+// kube-apiserver 1.34 cannot ask Debian's etcd 3.4 to report, and on a quiet
+// cluster it ended after 3 s with "Too large resource version".
 func watchAnnotation(t *testing.T, ns, name string) <-chan time.Time {
 	t.Helper()
+	pods := k8sClient(t).CoreV1().Pods(ns)
+	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: "0"}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := k8sClient(t).CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := make(chan time.Time, 100)
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		last := ""
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
+		for ctx.Err() == nil {
+			w, err := pods.Watch(ctx, opts)
+			if err != nil {
+				poll.Each(time.Second, time.Second, func() bool { return ctx.Err() != nil })
 				continue
 			}
-			if v := p.Annotations[controller.AnnotationNudged]; v != last {
-				if last != "" || v != "" {
-					select {
-					case out <- time.Now():
-					default:
-					}
+			for ev := range w.ResultChan() {
+				p, ok := ev.Object.(*corev1.Pod)
+				if !ok {
+					break // an error: watch again
 				}
-				last = v
+				if v := p.Annotations[controller.AnnotationNudged]; v != last {
+					if last != "" || v != "" {
+						select {
+						case out <- time.Now():
+						default:
+						}
+					}
+					last = v
+				}
 			}
+			w.Stop()
 		}
 	}()
 	return out
