@@ -1320,8 +1320,9 @@ func TestHelmValues(t *testing.T) {
 		image   []string // the image's key
 		enabled []string // a key that must be true for the sidecar to run, if any
 		// The args each chart version renders for its reloader: configmap-reload's
-		// flags before prometheus 20.0 / alertmanager 1.0, prometheus-config-reloader's
-		// since. hotreload must take both as they are.
+		// flags before prometheus 20.0 / alertmanager 1.0 (with two dashes, as
+		// the charts write them, or one, as configmap-reload's usage does),
+		// prometheus-config-reloader's since. hotreload must take all as they are.
 		chartArgs [][]string
 		// extraArgs and extraVolumeDirs, if the chart has them.
 		extraArgs, extraVolumeDirs []string
@@ -1341,6 +1342,10 @@ func TestHelmValues(t *testing.T) {
 			image: []string{"configmapReload", "prometheus", "image"},
 			chartArgs: [][]string{
 				{"--volume-dir=/etc/config", "--webhook-url=http://127.0.0.1:9090/-/reload"},
+				// As configmap-reload's own usage writes them (Go's flag
+				// package), which manifests copied from it keep.
+				{"-volume-dir=/etc/config", "-webhook-url=http://127.0.0.1:9090/-/reload"},
+				{"-volume-dir", "/etc/config", "-webhook-url", "http://127.0.0.1:9090/-/reload", "-webhook-method", "POST", "-webhook-status-code", "200"},
 				{"--watched-dir=/etc/config", "--reload-url=http://127.0.0.1:9090/-/reload"},
 				{"--watched-dir=/etc/config", "--listen-address=0.0.0.0:8080", "--reload-url=http://127.0.0.1:9090/-/reload"},
 			},
@@ -1352,6 +1357,7 @@ func TestHelmValues(t *testing.T) {
 			enabled: []string{"configmapReload", "enabled"},
 			chartArgs: [][]string{
 				{"--volume-dir=/etc/alertmanager", "--webhook-url=http://127.0.0.1:9093/-/reload"},
+				{"-volume-dir=/etc/alertmanager", "-webhook-url=http://127.0.0.1:9093/-/reload"},
 				{"--watched-dir=/etc/alertmanager", "--reload-url=http://127.0.0.1:9093/-/reload"},
 			},
 		}},
