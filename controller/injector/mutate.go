@@ -42,8 +42,8 @@ const (
 	defaultUID = 65532
 )
 
-// Options is what the injector adds beside what the pod asks for.
-type Options struct {
+// Sidecar is what the injector adds beside what the pod asks for.
+type Sidecar struct {
 	// Image of the sidecar. Required.
 	Image           string
 	ImagePullPolicy corev1.PullPolicy
@@ -112,7 +112,7 @@ func imageRepoBase(image string) string {
 // Mutate returns the patch that adds the sidecar to pod as req asks. An
 // error (one line per problem, each naming what to change) means the pod
 // is to be admitted unchanged.
-func Mutate(pod *corev1.Pod, req Request, o Options) (Result, error) {
+func Mutate(pod *corev1.Pod, req Request, o Sidecar) (Result, error) {
 	m := &mutation{pod: pod, req: req, o: o}
 	if err := m.build(); err != nil {
 		return Result{}, err
@@ -123,7 +123,7 @@ func Mutate(pod *corev1.Pod, req Request, o Options) (Result, error) {
 type mutation struct {
 	pod *corev1.Pod
 	req Request
-	o   Options
+	o   Sidecar
 
 	app      *corev1.Container // the app's container
 	args     []string
@@ -289,10 +289,10 @@ func (m *mutation) view(i int, v corev1.Volume, p string, refs map[string]bool) 
 	ref := kind + "/" + obj
 	switch {
 	case items > 0:
-		m.fail("volume %s projects only some keys of %s (items): the revisions of a rollout are whole objects; mount the whole object", v.Name, ref)
+		m.fail("volume %s projects some keys only (items): the revisions of a rollout are whole objects; mount the whole %s", v.Name, kind)
 		return
 	case len(obj)+len(stableSuffix) > 253:
-		m.fail("volume %s: the name of %s is too long for its stable copy %s%s (253 characters at most)", v.Name, ref, obj, stableSuffix)
+		m.fail("volume %s: the %s's name is too long for its stable copy, NAME%s (253 characters at most)", v.Name, kind, stableSuffix)
 		return
 	case refs[ref]:
 		m.fail("volumes of the pod mount %s twice: mount it once", ref)
@@ -413,7 +413,7 @@ func (m *mutation) securityContext() *corev1.SecurityContext {
 	uid, gid := appUser(&m.pod.Spec, m.app)
 	switch {
 	case uid == nil && m.req.RunAsUser == nil:
-		m.fail("%s: container %s sets no runAsUser (its image decides), so the injector cannot know which user may signal it: set %s to the app's user id, or runAsUser on the container", signalOrRestart(m.req), m.app.Name, AnnotationRunAsUser)
+		m.fail("%s: container %s sets no runAsUser (its image decides), so which user may signal it is unknown: set %s to its user id, or runAsUser", signalOrRestart(m.req), m.app.Name, AnnotationRunAsUser)
 		return sc
 	case uid == nil:
 		uid = m.req.RunAsUser

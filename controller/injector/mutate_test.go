@@ -70,7 +70,7 @@ func appUID(uid int64) func(*corev1.Pod) {
 
 // inject parses the pod's annotations, mutates it and applies the patch as
 // the API server would: the pod as admitted.
-func inject(t *testing.T, p *corev1.Pod, o Options) (*corev1.Pod, Result) {
+func inject(t *testing.T, p *corev1.Pod, o Sidecar) (*corev1.Pod, Result) {
 	t.Helper()
 	req, _, err := ParseAnnotations(p.Annotations)
 	if err != nil {
@@ -171,7 +171,7 @@ func TestMutateReloadURL(t *testing.T) {
 	for _, native := range []bool{true, false} {
 		t.Run(map[bool]string{true: "native", false: "classic"}[native], func(t *testing.T) {
 			p := podOf(reloadURL(), withVolume(secretVolume("creds", "app-creds"), "/etc/creds"))
-			got, res := inject(t, p, Options{Native: native})
+			got, res := inject(t, p, Sidecar{Native: native})
 			c, isNative := sidecar(t, got)
 			if isNative != native {
 				t.Errorf("native = %v, want %v", isNative, native)
@@ -253,7 +253,7 @@ func TestMutateNativeGoesFirst(t *testing.T) {
 	p := podOf(reloadURL(), func(p *corev1.Pod) {
 		p.Spec.InitContainers = []corev1.Container{{Name: "migrate", Image: "migrate:1"}}
 	})
-	got, _ := inject(t, p, Options{Native: true})
+	got, _ := inject(t, p, Sidecar{Native: true})
 	if names := containerNames(got.Spec.InitContainers); names != "hotreload, migrate" {
 		t.Errorf("init containers %s, want hotreload first", names)
 	}
@@ -290,7 +290,7 @@ func TestMutateSignal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, res := inject(t, tt.pod, Options{Native: true})
+			got, res := inject(t, tt.pod, Sidecar{Native: true})
 			c, _ := sidecar(t, got)
 			cfg := parseSidecar(t, c)
 			if cfg.Signal.Signal != "SIGHUP" || cfg.Signal.ProcessName != "nginx" || len(cfg.WebhookURLs) != 0 {
@@ -359,7 +359,7 @@ func TestMutateVolumes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, res := inject(t, tt.pod, Options{Native: true})
+			got, res := inject(t, tt.pod, Sidecar{Native: true})
 			c, _ := sidecar(t, got)
 			cfg := parseSidecar(t, c)
 			if !slices.Equal(cfg.VolumeDirs, tt.dirs) {
@@ -382,7 +382,7 @@ func TestMutateRollout(t *testing.T) {
 	p := podOf(a, withVolume(secretVolume("creds", "app-creds"), "/etc/creds"), func(p *corev1.Pod) {
 		p.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o640)
 	})
-	got, res := inject(t, p, Options{Native: true})
+	got, res := inject(t, p, Sidecar{Native: true})
 	c, _ := sidecar(t, got)
 	cfg := parseSidecar(t, c)
 	if len(cfg.VolumeDirs) != 0 || len(cfg.Fleet.Views) != 2 || cfg.Fleet.PodAnnotations != "/hotreload/pod/annotations" {
@@ -437,7 +437,7 @@ func TestMutateRollout(t *testing.T) {
 		t.Errorf("warnings %q", res.Warnings)
 	}
 	// Classic: the app may start before the sidecar wrote its directory.
-	_, res = inject(t, podOf(a), Options{Native: false})
+	_, res = inject(t, podOf(a), Sidecar{Native: false})
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "native sidecars") {
 		t.Errorf("classic warnings %q", res.Warnings)
 	}
@@ -460,7 +460,7 @@ func TestMutateRestart(t *testing.T) {
 	}, withVolume(corev1.Volume{Name: "both", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "x"}}},
 	}}}}, "/etc/both"))
-	got, res := inject(t, p, Options{Native: true})
+	got, res := inject(t, p, Sidecar{Native: true})
 	c, _ := sidecar(t, got)
 	cfg := parseSidecar(t, c)
 	var refs []string
@@ -487,7 +487,7 @@ func TestMutateRestart(t *testing.T) {
 		p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts = nil, nil
 		p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}
 	})
-	got, _ = inject(t, p, Options{Native: true})
+	got, _ = inject(t, p, Sidecar{Native: true})
 	c, _ = sidecar(t, got)
 	if cfg := parseSidecar(t, c); len(cfg.Fleet.Views) != 1 || cfg.Fleet.Views[0].Ref.String() != "secret/env" || cfg.Fleet.RestartGrace.String() != "30s" {
 		t.Errorf("views %+v, grace %s", cfg.Fleet.Views, cfg.Fleet.RestartGrace)
@@ -498,7 +498,7 @@ func TestMutateContentKeyAndPort(t *testing.T) {
 	p := podOf(reloadURL(), func(p *corev1.Pod) {
 		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9533}, {ContainerPort: 9534}}
 	})
-	got, _ := inject(t, p, Options{Native: true, ContentKeySecret: "hotreload-content-key"})
+	got, _ := inject(t, p, Sidecar{Native: true, ContentKeySecret: "hotreload-content-key"})
 	c, _ := sidecar(t, got)
 	cfg := parseSidecar(t, c)
 	if cfg.ContentKeyFile != "/etc/hotreload/key/key" {
@@ -522,7 +522,7 @@ func TestMutateContentKeyAndPort(t *testing.T) {
 func TestMutateKeepsTheNudgeAnnotation(t *testing.T) {
 	a := reloadURL()
 	a[AnnotationNudge] = "false"
-	got, _ := inject(t, podOf(a), Options{})
+	got, _ := inject(t, podOf(a), Sidecar{})
 	if got.Annotations[AnnotationNudge] != "false" {
 		t.Errorf("nudge = %q, want the pod's false", got.Annotations[AnnotationNudge])
 	}
@@ -571,7 +571,7 @@ func TestMutateRefuses(t *testing.T) {
 		pod  *corev1.Pod
 		want string
 	}{
-		{"a signal to an app whose user the image decides", podOf(sig), "container app sets no runAsUser (its image decides), so the injector cannot know which user may signal it: set hotreload.dev/run-as-user"},
+		{"a signal to an app whose user the image decides", podOf(sig), "container app sets no runAsUser (its image decides), so which user may signal it is unknown: set hotreload.dev/run-as-user"},
 		{"no such container", podOf(map[string]string{AnnotationReloadURL: "http://x/", AnnotationContainer: "web"}), `hotreload.dev/container "web": the pod has no such container (it has app)`},
 		{"no such volume", podOf(map[string]string{AnnotationReloadURL: "http://x/", AnnotationVolumes: "cfg"}), `hotreload.dev/volumes: the pod has no volume "cfg"`},
 		{"a volume the kubelet does not update", podOf(map[string]string{AnnotationReloadURL: "http://x/", AnnotationVolumes: "data"},
@@ -583,7 +583,7 @@ func TestMutateRefuses(t *testing.T) {
 		}), "the pod has a volume named hotreload-state already"},
 		{"a rollout of some keys", podOf(rollout, func(p *corev1.Pod) {
 			p.Spec.Volumes[0].ConfigMap.Items = []corev1.KeyToPath{{Key: "a", Path: "a"}}
-		}), "volume config projects only some keys of configmap/app-config (items)"},
+		}), "volume config projects some keys only (items)"},
 		{"a rollout of one object twice", podOf(rollout, withVolume(corev1.Volume{Name: "again", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}, "/etc/again")),
 			"volumes of the pod mount configmap/app-config twice"},
 		{"a rollout of a name too long for its stable copy", podOf(rollout, func(p *corev1.Pod) { p.Spec.Volumes[0].ConfigMap.Name = strings.Repeat("c", 240) }),
@@ -599,7 +599,7 @@ func TestMutateRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Mutate(tt.pod, req, Options{Image: testImage, Native: true})
+			_, err = Mutate(tt.pod, req, Sidecar{Image: testImage, Native: true})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one with %q", err, tt.want)
 			}
