@@ -66,6 +66,10 @@ type Options struct {
 	// LeaderElection, when set, makes only the holder of a Lease patch pods.
 	// Nil: this replica always leads.
 	LeaderElection *LeaderElection
+	// WhileLeading are run while this replica leads, each in a goroutine
+	// of its own whose context ends when it stops leading: work that one
+	// replica must do, such as the injector's certificates.
+	WhileLeading []func(ctx context.Context)
 
 	// Now is the clock of the lag metric, of coalescing and of the
 	// warnings' rate; default time.Now.
@@ -344,6 +348,9 @@ func (c *Controller) lead(ctx context.Context) {
 	level.Info(c.logger).Log("msg", "leading", "behind", n)
 
 	var wg sync.WaitGroup
+	for _, f := range c.opts.WhileLeading {
+		wg.Go(func() { f(ctx) })
+	}
 	for range c.opts.Workers {
 		wg.Go(func() {
 			for c.processNext(ctx) {

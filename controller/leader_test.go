@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,8 +29,17 @@ func TestResumedLeaderStopsAtItsNextRenewal(t *testing.T) {
 	e := newEnv(t, []*corev1.Pod{newPod("a", mountConfigMap("app")), sentinelPod()},
 		[]*metav1.PartialObjectMetadata{objectMeta(ConfigMap, "app", "100"), objectMeta(ConfigMap, "sentinel", "100")})
 	apiServerConcurrency(e.client)
+	// Work of the leader's (the injector's certificates) runs while it
+	// leads, and stops with it.
+	var leading, stopped atomic.Bool
 	e.start(Options{LeaderElection: &LeaderElection{Namespace: leaseNS, Name: leaseName, Identity: "frozen",
-		LeaseDuration: time.Minute, RenewDeadline: 30 * time.Second, RetryPeriod: 50 * time.Millisecond}})
+		LeaseDuration: time.Minute, RenewDeadline: 30 * time.Second, RetryPeriod: 50 * time.Millisecond},
+		WhileLeading: []func(context.Context){func(ctx context.Context) {
+			leading.Store(true)
+			<-ctx.Done()
+			stopped.Store(true)
+		}}})
+	poll(t, "the leader's work starts", leading.Load)
 	e.update(ConfigMap, "app", "101")
 	e.waitPatched("a=configmap/app@101")
 
@@ -48,6 +58,7 @@ func TestResumedLeaderStopsAtItsNextRenewal(t *testing.T) {
 	}
 	start := time.Now()
 	poll(t, "the resumed leader stops leading", func() bool { return !e.c.Leading() })
+	poll(t, "the leader's work stops", stopped.Load)
 	t.Logf("stopped leading %s after the Lease changed hands (renew deadline 30s)", time.Since(start).Round(time.Millisecond))
 	if got := logLines(e.logs, "level=warn", `msg="another replica holds the lease, no longer leading"`, "holder=other"); len(got) != 1 {
 		t.Errorf("%d lines say why it stopped, want 1", len(got))

@@ -176,7 +176,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Injector,
 		events = i.broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "hotreload-injector"})
 	}
 	i.missed = newMissed(logger, excluded, events, nil)
-	i.m = newMetrics(reg, i.missed.count, i.serving.notAfter)
+	i.m = newMetrics(reg, i.missed.byNamespace, i.serving.notAfter)
 	i.missed.m = i.m
 	warnings := newLimiter(time.Minute)
 	i.webhook = &webhook{

@@ -12,7 +12,7 @@ type metrics struct {
 	rotations      *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, missing, certExpiry func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, missing func() map[string]int, certExpiry func() float64) *metrics {
 	f := promauto.With(reg)
 	m := &metrics{
 		injections: f.NewCounterVec(prometheus.CounterOpts{
@@ -39,13 +39,27 @@ func newMetrics(reg prometheus.Registerer, missing, certExpiry func() float64) *
 	for _, k := range []string{"ca", "cert"} {
 		m.rotations.WithLabelValues(k)
 	}
-	f.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "hotreload_controller_injections_missing",
-		Help: "Pods that opted in and run without the sidecar now, as this replica sees them.",
-	}, missing)
+	reg.MustRegister(missingPods{missing})
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "hotreload_controller_injector_certificate_expiry_timestamp_seconds",
 		Help: "When the certificate this replica serves the webhook with expires; 0 before it has one.",
 	}, certExpiry)
 	return m
+}
+
+// missingPods is hotreload_controller_injection_missed_pods: per namespace,
+// the pods that opted in and run without the sidecar now. The label is
+// pod_namespace, since a scrape adds namespace for the controller's own.
+type missingPods struct{ count func() map[string]int }
+
+var missingPodsDesc = prometheus.NewDesc("hotreload_controller_injection_missed_pods",
+	"Pods that opted in to hotreload and run without its sidecar now, by namespace, as this replica sees them.",
+	[]string{"pod_namespace"}, nil)
+
+func (m missingPods) Describe(ch chan<- *prometheus.Desc) { ch <- missingPodsDesc }
+
+func (m missingPods) Collect(ch chan<- prometheus.Metric) {
+	for ns, n := range m.count() {
+		ch <- prometheus.MustNewConstMetric(missingPodsDesc, prometheus.GaugeValue, float64(n), ns)
+	}
 }

@@ -103,6 +103,17 @@ func (c *missed) count() float64 {
 	return float64(len(c.missing))
 }
 
+// byNamespace counts the missing pods of each namespace.
+func (c *missed) byNamespace() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range c.missing {
+		out[p.namespace]++
+	}
+	return out
+}
+
 func (c *missed) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observeAny(obj) },

@@ -24,7 +24,7 @@ func podMeta(ns, name string, annotations map[string]string) *metav1.PartialObje
 }
 
 // The pods that opted in and run without the sidecar are found through a
-// metadata watch, counted in the gauge by every replica, and reported once
+// metadata watch, counted in the gauge by every replica (per namespace), and reported once
 // each by the leader: an Event on the pod, the counter, a log line.
 func TestMissedInjections(t *testing.T) {
 	injected := map[string]string{AnnotationReloadURL: "http://127.0.0.1:9090/-/reload", AnnotationInjected: "native"}
@@ -98,8 +98,12 @@ func TestMissedInjections(t *testing.T) {
 	if n := testutil.ToFloat64(ti.m.missed); n != 3 {
 		t.Errorf("counted %v, want 3", n)
 	}
-	if got, err := testutil.GatherAndCount(ti.reg, "hotreload_controller_injections_missing"); err != nil || got != 1 {
-		t.Errorf("gauge series %d, %v", got, err)
+	want := `# HELP hotreload_controller_injection_missed_pods Pods that opted in to hotreload and run without its sidecar now, by namespace, as this replica sees them.
+# TYPE hotreload_controller_injection_missed_pods gauge
+hotreload_controller_injection_missed_pods{pod_namespace="shop"} 2
+`
+	if err := testutil.GatherAndCompare(ti.reg, strings.NewReader(want), "hotreload_controller_injection_missed_pods"); err != nil {
+		t.Error(err)
 	}
 }
 
