@@ -15,6 +15,7 @@ package examples_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,6 +43,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hotreload/hotreload/controller/injector"
 	"github.com/hotreload/hotreload/internal/config"
 
 	"github.com/hotreload/hotreload/internal/e2etest"
@@ -1512,4 +1515,81 @@ func checkImageSwap(t *testing.T, values map[string]any, imageKey, enabledKey, c
 	if _, err := parseArgs(args); err != nil {
 		t.Errorf("the chart's args %q do not parse with hotreload: %v", args, err)
 	}
+}
+
+// TestInjectedWorkload runs the injector on examples/injector/workload.yaml
+// (one annotation) and holds the sidecar it adds, native and classic, to the
+// rules of every hand-written example; the app's own containers and volumes
+// stay as they were.
+func TestInjectedWorkload(t *testing.T) {
+	const file = "injector/workload.yaml"
+	var d *appsv1.Deployment
+	for _, doc := range decodeFile(t, file) {
+		if o, ok := doc.obj.(*appsv1.Deployment); ok {
+			d = o
+		}
+	}
+	if d == nil {
+		t.Fatalf("%s has no Deployment", file)
+	}
+	var ours []string
+	for k := range d.Spec.Template.Annotations {
+		if strings.HasPrefix(k, "hotreload.dev/") {
+			ours = append(ours, k)
+		}
+	}
+	if !slices.Equal(ours, []string{injector.AnnotationReloadURL}) || len(sidecars(&d.Spec.Template.Spec)) != 0 {
+		t.Fatalf("annotations %q, %d sidecars: the example adopts hotreload with the one annotation alone", ours, len(sidecars(&d.Spec.Template.Spec)))
+	}
+	for _, native := range []bool{true, false} {
+		t.Run(map[bool]string{true: "native", false: "classic"}[native], func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
+			p.Namespace = "default"
+			req, warnings, err := injector.ParseAnnotations(p.Annotations)
+			if err != nil || len(warnings) > 0 {
+				t.Fatalf("annotations: %v %q", err, warnings)
+			}
+			res, err := injector.Mutate(p, req, injector.Sidecar{Image: hotreloadImage, Native: native, ContentKeySecret: "hotreload-content-key"})
+			if err != nil || len(res.Warnings) > 0 {
+				t.Fatalf("mutate: %v %q", err, res.Warnings)
+			}
+			got := applyJSONPatch(t, p, res.Patch)
+			ss := sidecars(&got.Spec)
+			if len(ss) != 1 || ss[0].init != native {
+				t.Fatalf("%d sidecars (init %v)", len(ss), len(ss) > 0 && ss[0].init)
+			}
+			for _, prob := range append(hotreloadProblems(pod{spec: &got.Spec}, ss[0]), podProblems(&got.Spec)...) {
+				t.Error(prob)
+			}
+			app := got.Spec.Containers[0]
+			if app.Name != "app" || len(app.VolumeMounts) != 1 || got.Spec.Volumes[0].ConfigMap == nil {
+				t.Errorf("the app changed: %+v", app)
+			}
+		})
+	}
+}
+
+func applyJSONPatch(t *testing.T, p *corev1.Pod, ops []injector.Op) *corev1.Pod {
+	t.Helper()
+	doc, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatch.DecodePatch(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := patch.Apply(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.Pod
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	return &got
 }

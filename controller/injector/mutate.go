@@ -21,9 +21,10 @@ import (
 // that has the sidecar already is recognized.
 const (
 	ContainerName = "hotreload"
-	// PortName names the sidecar's metrics port ("metrics" is often the
-	// app's own).
-	PortName    = "hotreload"
+	// PortName names the sidecar's metrics port, as in the examples and
+	// the chart's PodMonitor (which also selects the container by name,
+	// so an app's port of the same name does not get in the way).
+	PortName    = "metrics"
 	DefaultPort = 9533
 
 	StateVolume  = "hotreload-state"
