@@ -49,9 +49,9 @@ import (
 	"github.com/hotreload/hotreload/internal/e2etest"
 )
 
-// What every hotreload container must look like. The resource figures come
-// from the measured idle memory (about 8-11 MB); change them here and in the
-// manifests together.
+// What every hotreload container must look like. The resource figures leave
+// room above the measured working set and usage (docs/performance.md);
+// change them here and in the manifests together.
 const (
 	hotreloadImage = "ghcr.io/hotreload/hotreload:v0.1.0"
 	hotreloadRepo  = "ghcr.io/hotreload/hotreload"

@@ -2,8 +2,9 @@ package main
 
 // Benchmarks of the binary, run by `make bench` (go test -run '^$' -bench .
 // -benchtime 1x). Each one runs hotreload as a real process built as the
-// Makefile builds it (e2etest.Release), since memory and latency depend on
-// how it is built; the tests run the race-instrumented test binary as
+// Makefile builds it (e2etest.Release), since latency depends on how it is
+// built (memory, as the kubelet counts it, is test/cost's BenchmarkMemory);
+// the tests run the race-instrumented test binary as
 // hotreload instead (e2etest.Start). Each one plays the kubelet, prints its
 // figures with their targets, one per line, and reports them with
 // b.ReportMetric. They assert nothing about time: a slow
@@ -15,7 +16,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -169,44 +169,5 @@ func BenchmarkSlowApp(b *testing.B) {
 	report(b, fmt.Sprintf("reloads for a 3s app with 5 updates: %d, all delivered %s after the first update (target <= 2)",
 		app.Count(), took.Round(100*time.Millisecond)),
 		map[string]float64{"reloads": float64(app.Count())})
-	p.Stop()
-}
-
-// BenchmarkIdleMemory reads the resident memory of the binary watching one
-// volume, after it has idled for idleFor. idleFor is not a wait for an
-// event: it lets the start-up garbage be collected and the scavenger
-// return it, as in a pod that has run for a while.
-func BenchmarkIdleMemory(b *testing.B) {
-	const idleFor = 2 * time.Second
-	app := e2etest.NewApp(b)
-	vol := benchVolume(b, e2etest.Payload("app.properties", "v=0", "conf.d/nested.conf", "n=0"))
-	p := benchStart(b, app, []string{vol.Dir})
-
-	b.ResetTimer()
-	time.Sleep(idleFor)
-	idle, err := p.Memory()
-	if err != nil {
-		b.Fatal(err)
-	}
-	// One reload and one scrape, as in a pod that has done some work.
-	t0 := time.Now()
-	e2etest.Write(b, vol, true, e2etest.Payload("app.properties", "v=1", "conf.d/nested.conf", "n=0"))
-	app.WaitAfter(t0, waitFor)
-	p.Scrape()
-	busy, err := p.Memory()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.StopTimer()
-	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
-	size := int64(0)
-	if fi, err := os.Stat(e2etest.Release(b)); err == nil {
-		size = fi.Size()
-	}
-	report(b, fmt.Sprintf("idle resident memory: VmRSS=%.1fMiB (%.1fMB) VmHWM=%.1fMiB after %s idle; of it RssAnon=%.1fMiB (heap, stacks) RssFile=%.1fMiB (the binary's pages) (target VmRSS <= 11MB)",
-		mib(idle.RSS), float64(idle.RSS)/1e6, mib(idle.HWM), idleFor, mib(idle.Anon), mib(idle.File)),
-		map[string]float64{"rss-MiB": mib(idle.RSS), "hwm-MiB": mib(idle.HWM)})
-	report(b, fmt.Sprintf("resident memory after one reload and one scrape: VmRSS=%.1fMiB VmHWM=%.1fMiB RssAnon=%.1fMiB; stripped static binary %.1fMiB",
-		mib(busy.RSS), mib(busy.HWM), mib(busy.Anon), mib(size)), nil)
 	p.Stop()
 }

@@ -12,9 +12,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +20,7 @@ import (
 
 	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/internal/config"
-	"github.com/hotreload/hotreload/internal/footprint"
+	"github.com/hotreload/hotreload/internal/processmetrics"
 	"github.com/hotreload/hotreload/internal/version"
 	"github.com/hotreload/hotreload/internal/web"
 	"github.com/hotreload/hotreload/notifier"
@@ -46,7 +44,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		processmetrics.New(),
 	)
 	version.Register(reg)
 
@@ -138,38 +136,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	g.Add(cli.Until(func(ctx context.Context) error { return r.Run(ctx, changes) }))
 	g.Add(cli.Until(srv.Run))
-	g.Add(cli.Until(func(ctx context.Context) error {
-		releaseStartup(ctx, logger, ready)
-		<-ctx.Done()
-		return nil
-	}))
 	if err := g.Run(); err != nil {
 		level.Error(logger).Log("msg", "exiting", "err", err)
 		return 1
 	}
 	level.Info(logger).Log("msg", "stopped")
 	return 0
-}
-
-// releaseStartup waits until start-up is over (ready), then gives back to the kernel the memory that
-// only start-up used: see internal/footprint.
-func releaseStartup(ctx context.Context, logger log.Logger, ready func() bool) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !ready() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-	footprint.Release(func(s footprint.Stats, err error) {
-		if err != nil {
-			level.Warn(logger).Log("msg", "could not give back all of the start-up memory, running on", "err", err)
-		}
-		level.Debug(logger).Log("msg", "gave back the start-up memory", "rss_before_kib", s.RSSBefore>>10, "rss_after_kib", s.RSSAfter>>10,
-			"file_before_kib", s.FileBefore>>10, "file_after_kib", s.FileAfter>>10, "unmapped_kib", s.Unmapped>>10)
-	})
 }
 
 // webViews is what /-/content says of the views.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/go-logfmt/logfmt"
-	"github.com/prometheus/procfs"
 
 	"github.com/hotreload/hotreload/internal/poll"
 )
@@ -307,30 +306,6 @@ func Run(bin string, env []string, timeout time.Duration, args ...string) (Resul
 		return r, fmt.Errorf("hotreload %s: %w", strings.Join(args, " "), err)
 	}
 	return r, nil
-}
-
-// Memory is the memory use of a process, in bytes, from /proc/<pid>/status.
-type Memory struct {
-	RSS  int64 // VmRSS: resident now
-	HWM  int64 // VmHWM: the peak of RSS
-	Anon int64 // RssAnon: heap, stacks, runtime (the Go part)
-	File int64 // RssFile: pages of the binary mapped in
-}
-
-// Memory reads the process's memory use.
-func (p *Process) Memory() (Memory, error) {
-	proc, err := procfs.NewProc(p.Pid())
-	if err != nil {
-		return Memory{}, err
-	}
-	s, err := proc.NewStatus()
-	if err != nil {
-		return Memory{}, err
-	}
-	if s.VmRSS == 0 {
-		return Memory{}, errors.New("no VmRSS in /proc status")
-	}
-	return Memory{RSS: int64(s.VmRSS), HWM: int64(s.VmHWM), Anon: int64(s.RssAnon), File: int64(s.RssFile)}, nil
 }
 
 // FiredMsg is the reloader's log message for each reload it starts.

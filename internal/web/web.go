@@ -82,7 +82,12 @@ func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, 
 // is the command's, in the answers.
 func Mux(name, notReady string, reg *prometheus.Registry, telemetryPath string, ready func() bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle(telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// Uncompressed: a gzip writer (compress/flate) holds about 0.8 MiB,
+	// for an answer of a few KiB, and promhttp's pool of them empties at
+	// every other garbage collection, so a scraped sidecar keeps
+	// allocating one. What it costs in working set and CPU:
+	// BenchmarkMemory in test/cost, docs/performance.md.
+	mux.Handle(telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, DisableCompression: true}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, name+" is healthy.")
 	})

@@ -53,96 +53,27 @@ func volumes(tb testing.TB, n, files int) (vols []*kubelet.Volume, dirs []string
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-func mb(kib float64) float64     { return kib * 1024 / 1e6 }
 
-// BenchmarkIdle measures, with 10, 300 and 1000 kubelet volumes of 2 keys each,
-// the idle resident memory of hotreload and of the floor program, where it
-// goes (smaps_rollup, smaps by mapping, the Go runtime's own figures from
-// hotreload's go_* series), the growth from one scrape (the collectors), and,
-// with 10 volumes, idle CPU over 25 s scaled to a minute.
+// BenchmarkIdle measures, with 10 kubelet volumes of 2 keys each, the idle
+// CPU of hotreload and of the floor program over 25 s, scaled to a minute.
+// Memory is BenchmarkMemory's.
 func BenchmarkIdle(b *testing.B) {
 	hr, fl := binaries(b)
-	for _, n := range []int{10, 300, 1000} {
-		b.Run(fmt.Sprintf("volumes=%d", n), func(b *testing.B) {
-			a := newApp(b)
-			vols, dirs := volumes(b, n, 2)
-			h := startHotreload(b, hr, a.url(), dirs)
-			f := startFloor(b, fl, a.url(), dirs)
-			idle := 3 * time.Second
-			if n == 10 {
-				idle = 25 * time.Second
-			}
-			time.Sleep(2 * time.Second) // let start-up work end before the idle window
-			h0, hs0 := h.cpu()
-			f0, fs0 := f.cpu()
-			time.Sleep(idle) // the idle window being measured: nothing to wait for
-			h1, hs1 := h.cpu()
-			f1, fs1 := f.cpu()
-			perMin := func(d time.Duration) float64 { return ms(d) * float64(time.Minute) / float64(idle) }
-			if n == 10 {
-				cost("idle CPU, 10 volumes, over %s: hotreload %.2f ms/min (stat ticks %.0f ms/min), floor %.2f ms/min (stat %.0f ms/min) (goal: level with the floor, ~0.1 ms/min)",
-					idle, perMin(hs1-hs0), perMin(h1-h0), perMin(fs1-fs0), perMin(f1-f0))
-				b.ReportMetric(perMin(hs1-hs0), "idle-cpu-ms/min")
-			}
-
-			for _, p := range []*proc{h, f} {
-				r := kib(b, fmt.Sprintf("/proc/%d/smaps_rollup", p.pid()))
-				st := kib(b, fmt.Sprintf("/proc/%d/status", p.pid()))
-				cost("idle RSS, %d volumes, %s: VmRSS %.2f MB (%.2f MiB); smaps_rollup: Rss %.0f KiB = Anonymous %.0f + file-backed %.0f; Private_Dirty %.0f, Private_Clean %.0f, Shared_Clean %.0f; threads %.0f",
-					n, p.name, mb(st["VmRSS"]), st["VmRSS"]/1024, r["Rss"], r["Anonymous"], r["Rss"]-r["Anonymous"], r["Private_Dirty"], r["Private_Clean"], r["Shared_Clean"], threads(b, p.pid()))
-				m := p.mappings()
-				var parts []string
-				for _, k := range slices.Sorted(mapsKeys(m)) {
-					parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
-				}
-				cost("idle RSS by mapping, %d volumes, %s (KiB): %s", n, p.name, strings.Join(parts, ", "))
-				if p == h {
-					b.ReportMetric(mb(st["VmRSS"]), "hotreload-MB")
-				} else {
-					b.ReportMetric(mb(st["VmRSS"]), "floor-MB")
-				}
-			}
-
-			// The Go runtime's view; the first scrape itself allocates
-			// (the Go and process collectors, the text encoder).
-			before := kib(b, fmt.Sprintf("/proc/%d/status", h.pid()))["VmRSS"]
-			g := h.metrics()
-			after := kib(b, fmt.Sprintf("/proc/%d/status", h.pid()))["VmRSS"]
-			k := func(name string) float64 { return g[name] / 1024 }
-			cost("idle Go runtime, %d volumes, hotreload (KiB, first scrape): heap inuse %.0f (alloc %.0f, idle %.0f, released %.0f), stacks inuse %.0f for %.0f goroutines (%.1f KiB each), mspan %.0f, mcache %.0f, gc metadata %.0f, buckhash %.0f, other %.0f; runtime sys total %.0f",
-				n, k("go_memstats_heap_inuse_bytes"), k("go_memstats_heap_alloc_bytes"), k("go_memstats_heap_idle_bytes"), k("go_memstats_heap_released_bytes"),
-				k("go_memstats_stack_inuse_bytes"), g["go_goroutines"], k("go_memstats_stack_inuse_bytes")/g["go_goroutines"],
-				k("go_memstats_mspan_inuse_bytes"), k("go_memstats_mcache_inuse_bytes"), k("go_memstats_gc_sys_bytes"), k("go_memstats_buck_hash_sys_bytes"), k("go_memstats_other_sys_bytes"), k("go_memstats_sys_bytes"))
-			cost("first scrape of /metrics (the collectors), %d volumes: VmRSS %.0f -> %.0f KiB (+%.0f)", n, before, after, after-before)
-
-			// Serving: what a pod's life maps back in after start-up (a
-			// change delivered, probes, a second scrape): the code those
-			// run was unmapped with the rest of start-up's.
-			if _, err := vols[0].Write(payload(2, 0, 1)); err != nil {
-				b.Fatal(err)
-			}
-			a.waitCount(b, 1)
-			for _, path := range []string{"/-/healthy", "/-/ready", "/-/healthy"} {
-				h.get(path)
-			}
-			h.metrics()
-			time.Sleep(time.Second) // the delivery's last log line and metrics
-			st := kib(b, fmt.Sprintf("/proc/%d/status", h.pid()))
-			cost("idle RSS after a change, probes and a second scrape, %d volumes, hotreload: VmRSS %.2f MB = anonymous %.2f + file-backed %.2f MB",
-				n, mb(st["VmRSS"]), mb(st["RssAnon"]), mb(st["RssFile"]))
-			b.ReportMetric(mb(st["VmRSS"]), "serving-MB")
-		})
-	}
-}
-
-func mapsKeys(m map[string]float64) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
+	a := newApp(b)
+	_, dirs := volumes(b, 10, 2)
+	h := startHotreload(b, hr, a.url(), dirs)
+	f := startFloor(b, fl, a.url(), dirs)
+	const idle = 25 * time.Second
+	time.Sleep(2 * time.Second) // let start-up work end before the idle window
+	h0, hs0 := h.cpu()
+	f0, fs0 := f.cpu()
+	time.Sleep(idle) // the idle window being measured: nothing to wait for
+	h1, hs1 := h.cpu()
+	f1, fs1 := f.cpu()
+	perMin := func(d time.Duration) float64 { return ms(d) * float64(time.Minute) / float64(idle) }
+	cost("idle CPU, 10 volumes, over %s: hotreload %.2f ms/min (stat ticks %.0f ms/min), floor %.2f ms/min (stat %.0f ms/min) (goal: level with the floor, ~0.1 ms/min)",
+		idle, perMin(hs1-hs0), perMin(h1-h0), perMin(fs1-fs0), perMin(f1-f0))
+	b.ReportMetric(perMin(hs1-hs0), "idle-cpu-ms/min")
 }
 
 func threads(tb testing.TB, pid int) float64 {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	execInCgroup()
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

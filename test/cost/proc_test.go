@@ -94,7 +94,13 @@ type proc struct {
 // of the test.
 func start(tb testing.TB, name, bin string, args ...string) *proc {
 	tb.Helper()
-	p := &proc{tb: tb, name: name, bin: bin, cmd: exec.Command(bin, args...)}
+	return run(tb, name, bin, exec.Command(bin, args...))
+}
+
+// run starts cmd, which runs bin, and stops it as start does.
+func run(tb testing.TB, name, bin string, cmd *exec.Cmd) *proc {
+	tb.Helper()
+	p := &proc{tb: tb, name: name, bin: bin, cmd: cmd}
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", name, err)
@@ -227,51 +233,6 @@ func kib(tb testing.TB, path string) map[string]float64 {
 		if len(f) == 2 && f[1] == "kB" {
 			n, _ := strconv.ParseFloat(f[0], 64)
 			out[name] = n
-		}
-	}
-	return out
-}
-
-// mappings sums the Rss of /proc/PID/smaps by what is mapped: the binary's
-// text, read-only data and writable data, the Go heap arenas and other
-// anonymous memory, thread stacks, and the kernel's vdso/vvar. In KiB.
-func (p *proc) mappings() map[string]float64 {
-	p.tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", p.pid()))
-	if err != nil {
-		p.tb.Fatal(err)
-	}
-	out := make(map[string]float64)
-	var kind string
-	header := regexp.MustCompile(`^[0-9a-f]+-[0-9a-f]+ (\S{4}) `)
-	for _, line := range strings.Split(string(b), "\n") {
-		if m := header.FindStringSubmatch(line); m != nil {
-			f := strings.Fields(line)
-			path := ""
-			if len(f) >= 6 {
-				path = f[5]
-			}
-			switch {
-			case path == p.bin && strings.Contains(m[1], "x"):
-				kind = "binary text"
-			case path == p.bin && strings.Contains(m[1], "w"):
-				kind = "binary data"
-			case path == p.bin:
-				kind = "binary rodata"
-			case path == "[stack]":
-				kind = "main stack"
-			case path == "[vdso]" || path == "[vvar]" || path == "[vsyscall]" || path == "[vvar_vclock]":
-				kind = "vdso"
-			case path == "" || path == "[heap]":
-				kind = "anonymous"
-			default:
-				kind = "other " + path
-			}
-			continue
-		}
-		if v, ok := strings.CutPrefix(line, "Rss:"); ok {
-			n, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			out[kind] += n
 		}
 	}
 	return out

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/go-logfmt/logfmt"
 )
 
 // TestHardened: hotreload in the tightest pod a cluster allows: a read-only
@@ -22,8 +19,6 @@ func TestHardened(t *testing.T) {
 		name: "hardened", appPort: 18103, metricsPort: 19103,
 		volumes: []object{configMapVolume("config", "settings")},
 		mounts:  map[string]string{"config": "/etc/config"},
-		// debug: the line that says what start-up gave back
-		hotreloadArgs: []string{"--log.level=debug"},
 	}
 	apply(t, ns, p.manifest(t))
 	pod := waitReady(t, ns, p.name)
@@ -37,46 +32,6 @@ func TestHardened(t *testing.T) {
 	if hr.CapEff != 0 {
 		t.Errorf("hotreload has capabilities %#x: want none", hr.CapEff)
 	}
-
-	// Once ready, hotreload unmaps the binary's pages that only start-up
-	// ran (internal/footprint): in a container, the binary is on the
-	// image's overlay filesystem, and /proc/self/maps must still name it
-	// as /proc/self/exe does for that to work.
-	var released map[string]string
-	waitFor(t, podWait, func() bool {
-		released = logLine(containerLogs(ns, p.name, "hotreload", false), "gave back the start-up memory")
-		return released != nil
-	}, func() string {
-		return "hotreload never logged giving back its start-up memory:\n" + containerLogs(ns, p.name, "hotreload", false)
-	})
-	kib := func(k string) int {
-		n, err := strconv.Atoi(released[k])
-		if err != nil {
-			t.Fatalf("%s=%q in %v", k, released[k], released)
-		}
-		return n
-	}
-	if kib("unmapped_kib") == 0 || kib("file_after_kib") >= kib("file_before_kib") {
-		t.Errorf("start-up memory not given back in a real pod: %v", released)
-	}
-	figure(t, "file-backed resident memory of hotreload in a pod, before and after giving back start-up's pages: %d -> %d KiB (VmRSS %d -> %d KiB)",
-		kib("file_before_kib"), kib("file_after_kib"), kib("rss_before_kib"), kib("rss_after_kib"))
-}
-
-// logLine returns the key-value pairs of the first logfmt line of logs
-// whose msg is msg, or nil.
-func logLine(logs, msg string) map[string]string {
-	d := logfmt.NewDecoder(strings.NewReader(logs))
-	for d.ScanRecord() {
-		kv := map[string]string{}
-		for d.ScanKeyval() {
-			kv[string(d.Key())] = string(d.Value())
-		}
-		if kv["msg"] == msg {
-			return kv
-		}
-	}
-	return nil
 }
 
 // TestSubPathRefused: a ConfigMap key mounted with subPath never updates;
