@@ -125,15 +125,25 @@ func (w *webhook) review(ctx context.Context, req *admissionv1.AdmissionRequest)
 
 	o := w.opts
 	o.Native = w.native()
-	key, kerr := w.keys.secret(ctx, req.Namespace, dryRun)
-	if kerr != nil && w.warnings.allow("content key "+req.Namespace, w.now()) {
-		level.Warn(w.logger).Log("msg", "content key Secret unavailable, injecting without it: Secret volumes show no content value", "namespace", req.Namespace, "err", kerr)
-	}
-	o.ContentKeySecret = key
+	// First without the content key: a pod that does not suit makes no
+	// Secret in its namespace.
 	res, err := Mutate(&pod, r, o)
 	if err != nil {
 		w.notInjected(allow, &pod, req, name, err, dryRun, start)
 		return allow
+	}
+	key, kerr := w.keys.secret(ctx, req.Namespace, dryRun)
+	if kerr != nil && w.warnings.allow("content key "+req.Namespace, w.now()) {
+		level.Warn(w.logger).Log("msg", "content key Secret unavailable, injecting without it: Secret volumes show no content value", "namespace", req.Namespace, "err", kerr)
+	}
+	if key != "" {
+		o.ContentKeySecret = key
+		if res, err = Mutate(&pod, r, o); err != nil {
+			// The key adds a volume and a flag, nothing that can fail.
+			w.result(ResultError, start)
+			level.Error(w.logger).Log("msg", "pod admitted without the sidecar", "namespace", req.Namespace, "pod", name, "err", err)
+			return allow
+		}
 	}
 	w.patch(allow, res.Patch)
 	allow.Warnings = append(allow.Warnings, prefixed(res.Warnings)...)

@@ -271,6 +271,11 @@ func TestWebhookBadAnnotations(t *testing.T) {
 			if injections(ti, ResultInvalid) != 1 {
 				t.Error("not counted as invalid")
 			}
+			for _, a := range ti.client.Actions() {
+				if a.GetResource().Resource == "secrets" {
+					t.Errorf("%s secrets for a pod that gets no sidecar", a.GetVerb())
+				}
+			}
 			// A dry run warns the same, and makes no Event.
 			resp, _ = ti.admit(t, tt.pod, true)
 			if len(resp.Warnings) != len(tt.warnings) || len(ti.drainEvents()) != 0 {
