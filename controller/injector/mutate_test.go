@@ -165,8 +165,6 @@ func volumeOf(p *corev1.Pod, name string) (corev1.Volume, bool) {
 	return corev1.Volume{}, false
 }
 
-func hasArg(c corev1.Container, arg string) bool { return slices.Contains(c.Args, arg) }
-
 func TestMutateReloadURL(t *testing.T) {
 	for _, native := range []bool{true, false} {
 		t.Run(map[bool]string{true: "native", false: "classic"}[native], func(t *testing.T) {
