@@ -15,7 +15,6 @@ package examples_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +33,6 @@ import (
 	"testing"
 	"time"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,6 +45,7 @@ import (
 	"github.com/hotreload/hotreload/internal/config"
 
 	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/podpatch"
 )
 
 // What every hotreload container must look like. The resource figures leave
@@ -1571,25 +1570,9 @@ func TestInjectedWorkload(t *testing.T) {
 
 func applyJSONPatch(t *testing.T, p *corev1.Pod, ops []injector.Op) *corev1.Pod {
 	t.Helper()
-	doc, err := json.Marshal(p)
+	got, err := podpatch.Apply(p, ops)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := json.Marshal(ops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch, err := jsonpatch.DecodePatch(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := patch.Apply(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got corev1.Pod
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
-	return &got
+	return got
 }

@@ -1,18 +1,17 @@
 package injector
 
 import (
-	"encoding/json"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/hotreload/hotreload/internal/config"
+	"github.com/hotreload/hotreload/test/support/podpatch"
 )
 
 const testImage = "ghcr.io/hotreload/hotreload:v0.1.0"
@@ -88,27 +87,11 @@ func inject(t *testing.T, p *corev1.Pod, o Sidecar) (*corev1.Pod, Result) {
 
 func applyPatch(t *testing.T, p *corev1.Pod, ops []Op) *corev1.Pod {
 	t.Helper()
-	doc, err := json.Marshal(p)
+	got, err := podpatch.Apply(p, ops)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := json.Marshal(ops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch, err := jsonpatch.DecodePatch(raw)
-	if err != nil {
-		t.Fatalf("decode patch: %v", err)
-	}
-	out, err := patch.Apply(doc)
-	if err != nil {
-		t.Fatalf("apply patch %s: %v", raw, err)
-	}
-	var got corev1.Pod
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
-	return &got
+	return got
 }
 
 // sidecar returns the hotreload container of an admitted pod, checking that
