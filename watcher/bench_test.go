@@ -74,16 +74,18 @@ func detectionLatency(b *testing.B, small, large string, rounds int) []time.Dura
 			b.Error(err)
 		}
 	}()
-	for !w.Ready() {
+	for w.Ready() != nil {
 		time.Sleep(time.Millisecond)
 	}
 	if large != "" {
 		busy := w.vols[0]
 		go func() {
 			for ctx.Err() == nil {
-				if busy.pending.Load() == 0 {
-					w.mark(busy)
+				w.mu.Lock()
+				if !busy.dirty && !busy.running {
+					w.markLocked(busy)
 				}
+				w.mu.Unlock()
 				time.Sleep(100 * time.Microsecond)
 			}
 		}()
@@ -144,7 +146,7 @@ func BenchmarkSwapToChange(b *testing.B) {
 		cancel()
 		<-done
 	}()
-	waitFor(b, "Ready", w.Ready)
+	waitFor(b, "Ready", func() bool { return w.Ready() == nil })
 	var swapped time.Time
 	vol.AfterSwap = func() { swapped = time.Now() }
 	var lat []time.Duration

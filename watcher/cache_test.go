@@ -20,6 +20,9 @@ func countingHasher(racy time.Duration) (hasher, *atomic.Int64) {
 	}}, &n
 }
 
+// TestDigestCache checks what a hash keeps for the next (see seen): a file
+// whose stat is unchanged is not read again, and the stats tell whether
+// anything changed at all (the resync's check).
 func TestDigestCache(t *testing.T) {
 	if !stampOf(mustStat(t, t.TempDir())).ok {
 		t.Skip("no file stamps on this system: every hash reads every file")
@@ -31,14 +34,14 @@ func TestDigestCache(t *testing.T) {
 	}
 	writeTree(t, dir, files)
 	h, opens := countingHasher(time.Nanosecond)
-	var cache digestCache
+	var last *seen
 	hash := func() [32]byte {
 		t.Helper()
-		res, err := h.hashWith(dir, hashOpts{cache: &cache})
+		res, err := h.hash(dir, last, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cache.commit()
+		last = res.seen
 		if want := mustHash(t, dir); res.sum != want {
 			t.Fatalf("hash with the cache %x, without %x", res.sum[:6], want[:6])
 		}
@@ -47,6 +50,9 @@ func TestDigestCache(t *testing.T) {
 	reads := func(what string, want int64, change func()) {
 		t.Helper()
 		change()
+		if unchanged := last.unchanged(); unchanged != (what == "nothing changed") {
+			t.Errorf("%s: the stats say unchanged %v", what, unchanged)
+		}
 		opens.Store(0)
 		hash()
 		if got := opens.Load(); got != want {
@@ -86,26 +92,121 @@ func TestDigestCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	reads("a chmod (its change time could hide a write)", 1, func() {
+		if err := os.Chmod(f07, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	reads("an empty directory made", 0, func() {
+		if err := os.Mkdir(filepath.Join(dir, "d1", "empty"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	})
 	reads("removed files are forgotten", 0, func() {
 		if err := os.Remove(f07); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if got := len(cache.old); got != 19 {
+	if got := len(last.files); got != 19 {
 		t.Errorf("cache holds %d files, want the 19 left", got)
 	}
+}
+
+// TestSeenWhole checks when the stats of a hash vouch for a volume: not
+// when a symlink other than the kubelet's shows something (its target can
+// change with no stat here changing), nor for a change within the racy
+// window; and that the stats see a kubelet update (through the root's
+// stamp alone, which vouches for the published version) and a root
+// re-pointed.
+func TestSeenWhole(t *testing.T) {
+	if !stampOf(mustStat(t, t.TempDir())).ok {
+		t.Skip("no file stamps on this system")
+	}
+	settledHash := func(t *testing.T, dir string) *seen {
+		t.Helper()
+		res, err := hasher{racy: time.Nanosecond}.hash(dir, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.seen
+	}
+	t.Run("kubelet volume", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "vol")
+		vol := kubelet.New(dir)
+		if _, err := vol.Write(payload(baseFiles)); err != nil {
+			t.Fatal(err)
+		}
+		s := settledHash(t, dir)
+		if !s.unchanged() {
+			t.Fatal("a kubelet volume is not vouched for by its stats")
+		}
+		if _, err := vol.Write(payload(map[string]string{"app.properties": "v2"})); err != nil {
+			t.Fatal(err)
+		}
+		if s.unchanged() {
+			t.Error("a kubelet update is not seen by the stats")
+		}
+	})
+	t.Run("..data names a directory elsewhere", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "vol")
+		elsewhere := filepath.Join(t.TempDir(), "v1")
+		writeTree(t, elsewhere, map[string]string{"a": "1"})
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		symlink(t, elsewhere, filepath.Join(dir, dataLink))
+		symlink(t, "..data/a", filepath.Join(dir, "a"))
+		if settledHash(t, dir).unchanged() {
+			t.Error("a version directory outside the root is vouched for by the root's stats")
+		}
+	})
+	t.Run("root re-pointed", func(t *testing.T) {
+		base := t.TempDir()
+		writeTree(t, filepath.Join(base, "a"), baseFiles)
+		writeTree(t, filepath.Join(base, "b"), baseFiles)
+		root := filepath.Join(base, "root")
+		symlink(t, "a", root)
+		s := settledHash(t, root)
+		if !s.unchanged() {
+			t.Fatal("a root reached through a symlink is not vouched for by its stats")
+		}
+		relink(t, "b", root)
+		if s.unchanged() {
+			t.Error("a root re-pointed is not seen by the stats")
+		}
+	})
+	t.Run("symlink in the volume", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "vol")
+		writeTree(t, dir, baseFiles)
+		symlink(t, "app.properties", filepath.Join(dir, "link"))
+		if settledHash(t, dir).unchanged() {
+			t.Error("a volume with a symlink of its own is vouched for by its stats")
+		}
+	})
+	t.Run("racy", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "vol")
+		writeTree(t, dir, baseFiles)
+		res, err := hasher{racy: time.Hour}.hash(dir, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.seen.unchanged() {
+			t.Error("files changed within the racy window are vouched for by their stats")
+		}
+	})
 }
 
 func TestDigestCacheRacy(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "plain")
 	writeTree(t, dir, baseFiles)
 	h, opens := countingHasher(time.Hour) // every file changed within the last hour
-	var cache digestCache
+	var last *seen
 	for range 2 {
-		if _, err := h.hashWith(dir, hashOpts{cache: &cache}); err != nil {
+		res, err := h.hash(dir, last, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		cache.commit()
+		last = res.seen
 	}
 	if got, want := opens.Load(), int64(2*len(baseFiles)); got != want {
 		t.Errorf("two hashes of files changed just now read %d files, want %d (each read twice)", got, want)
@@ -121,21 +222,37 @@ func mustStat(t testing.TB, name string) os.FileInfo {
 	return info
 }
 
-// TestResyncReadsEverything checks that the resync is a full check: it
-// reads every file again, whatever the cache remembers.
-func TestResyncReadsEverything(t *testing.T) {
+// TestResyncReadsWhatChanged checks the resync: with nothing changed it
+// walks nothing and reads nothing; a change that inotify missed is seen by
+// its stats, and only the file changed is read.
+func TestResyncReadsWhatChanged(t *testing.T) {
+	if !stampOf(mustStat(t, t.TempDir())).ok {
+		t.Skip("no file stamps on this system: the resync walks every volume")
+	}
 	dir := filepath.Join(t.TempDir(), "plain")
 	writeTree(t, dir, baseFiles)
 	h, opens := countingHasher(time.Nanosecond)
-	start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour, ResyncInterval: 20 * time.Millisecond}, func(w *Watcher) {
+	hr := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour, ResyncInterval: 20 * time.Millisecond}, func(w *Watcher) {
+		noWatch(dir)(w)
 		w.hasher = h
 	})
-	// The marker volume holds one file; without the full check a resync
-	// reads no settled file at all.
-	base := opens.Load()
-	waitFor(t, "two resyncs reading every file", func() bool {
-		return opens.Load()-base >= int64(2*(len(baseFiles)+1))
-	})
+	hr.quiet(t) // the marker is updated (plain.go), and walked by the next resync
+	time.Sleep(100 * time.Millisecond)
+	walks, reads := hr.metric("hashes"), opens.Load()
+	time.Sleep(200 * time.Millisecond) // some ten resyncs, nothing to wait for
+	if got := hr.metric("hashes") - walks; got != 0 {
+		t.Errorf("%v walks in ten resyncs of unchanged volumes, want none", got)
+	}
+	if got := opens.Load() - reads; got != 0 {
+		t.Errorf("%d files read in ten resyncs of unchanged volumes, want none", got)
+	}
+
+	writeTree(t, dir, map[string]string{"conf.d/default.conf": "listen 8080;\n"}) // no event: noWatch
+	reads = opens.Load()
+	hr.expect(t, dir, mustHash(t, dir))
+	if got := opens.Load() - reads; got != 1 {
+		t.Errorf("the resync read %d files for one changed, want 1", got)
+	}
 }
 
 // TestKubeletUpdateReadsOnce checks that one kubelet update of a volume
@@ -172,67 +289,39 @@ func TestKubeletUpdateReadsOnce(t *testing.T) {
 	}
 }
 
-func TestVersionDir(t *testing.T) {
-	for name, want := range map[string]bool{
-		"..2026_11_23_08_00_00.123":        true,
-		"..2026_11_23_08_00_00.3394099091": true,
-		"..2026_11_23_08_00_00.":           false,
-		"..2026_11_23_08_00_00":            false,
-		"..2026-11-23_08_00_00.1":          false,
-		"..2026_11_23_08_00_0x.1":          false,
-		"..2026_11_23_08_00_00.1a":         false,
-		"..data":                           false,
-		"2026_11_23_08_00_00.123":          false,
-		"":                                 false,
-	} {
-		if got := versionDir(name); got != want {
-			t.Errorf("versionDir(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
-func TestOtherVersion(t *testing.T) {
+// TestShows checks which names in a watched directory can change what an
+// app sees: the kubelet's version directories other than the one ..data
+// names, and ..data_tmp, cannot.
+func TestShows(t *testing.T) {
 	dir := t.TempDir()
 	const cur, next = "..2026_11_23_08_00_00.123", "..2026_11_23_08_01_00.456"
-	for _, d := range []string{cur, next, "..hand"} {
+	for _, d := range []string{cur, next} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	plain := t.TempDir()
 	if err := os.Symlink(cur, filepath.Join(dir, dataLink)); err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(nil, nil, Options{Dirs: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := t.TempDir()
 	for _, tc := range []struct {
-		name string
-		path string
-		want bool
+		name      string
+		dir, base string
+		want      bool
 	}{
-		{"the next version", filepath.Join(dir, next), true},
-		{"a deleted old version", filepath.Join(dir, "..2026_11_23_07_00_00.789"), true},
-		{"the version ..data names", filepath.Join(dir, cur), false},
-		{"..data", filepath.Join(dir, dataLink), false},
-		{"..data_tmp", filepath.Join(dir, dataLink+"_tmp"), false},
-		{"a hidden name not the kubelet's", filepath.Join(dir, "..hand"), false},
-		{"a visible name", filepath.Join(dir, "app.conf"), false},
-		{"a version-like name without ..data beside it", filepath.Join(plain, next), false},
+		{"a visible name", dir, "app.conf", true},
+		{"..data", dir, dataLink, true},
+		{"the version ..data names", dir, cur, true},
+		{"the next version", dir, next, false},
+		{"a deleted old version", dir, "..2026_11_23_07_00_00.789", false},
+		{"..data_tmp", dir, dataLink + "_tmp", false},
+		{"a hidden name without ..data beside it", plain, "..x", false},
+		{"a visible name without ..data beside it", plain, "x", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := w.otherVersion(tc.path); got != tc.want {
-				t.Errorf("otherVersion(%s) = %v, want %v", tc.path, got, tc.want)
+			if got := shows(tc.dir, tc.base); got != tc.want {
+				t.Errorf("shows(%s, %s) = %v, want %v", tc.dir, tc.base, got, tc.want)
 			}
 		})
 	}
-	t.Run("a watched one", func(t *testing.T) {
-		p := filepath.Join(dir, next)
-		w.index[p] = map[int]bool{0: true}
-		defer delete(w.index, p)
-		if w.otherVersion(p) {
-			t.Errorf("otherVersion(%s) = true for a watched directory", p)
-		}
-	})
 }

@@ -17,9 +17,6 @@ func idOf(path string, _ os.FileInfo) fileID {
 	return fileID{path: path}
 }
 
-// linkCount is unknown here.
-func linkCount(os.FileInfo) uint64 { return 0 }
-
 func openRegular(name string) (*os.File, error) {
 	return os.Open(name)
 }

@@ -23,14 +23,6 @@ func idOf(path string, info os.FileInfo) fileID {
 	return fileID{path: path}
 }
 
-// linkCount returns the number of hard links of the file whose stat is info.
-func linkCount(info os.FileInfo) uint64 {
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 0
-}
-
 // openRegular opens name for reading without blocking on a FIFO that took
 // a regular file's place.
 func openRegular(name string) (*os.File, error) {

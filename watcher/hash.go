@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -22,21 +21,15 @@ import (
 // version directory of a ConfigMap, Secret, downwardAPI or projected volume.
 const dataLink = "..data"
 
-// maxHashAttempts bounds how often a hash is redone because the kubelet
-// swapped ..data while it was being read.
+// maxHashAttempts bounds how often a hash is redone because ..data was
+// swapped while it was being read.
 const maxHashAttempts = 3
-
-// maxLinkedNames bounds the items of a kubelet volume walked by linkedWalk.
-// It saves a fixed 0.05-0.1 ms of latency per update; when it finds out
-// only after the files that the volume must be walked in full (an update
-// that removes a key, whose link the kubelet unlinks after the swap), it
-// has read them for nothing: 64 small files take about 1 ms.
-const maxLinkedNames = 64
 
 var (
 	errNotDir       = errors.New("is a file, not a directory")
 	errSymlinkLoop  = errors.New("symlink loop")
 	errDanglingLink = errors.New("dangling symlink")
+	errNotRegular   = errors.New("not a regular file")
 )
 
 // emptyHash is the hash of a directory without any regular file. It is the
@@ -78,18 +71,15 @@ const (
 // HashDir does not judge whether root is in a consistent state; the Watcher
 // does (see the package documentation).
 func HashDir(root string) (sum [32]byte, err error) {
-	res, err := hasher{}.hash(root)
+	res, err := hasher{}.hash(root, nil, nil)
 	return res.sum, err
 }
 
-// hasher computes content hashes. open is how files are opened; tests
-// set it to simulate unreadable files when running as root. When it is nil,
-// files are read with plain system calls (readRaw), without an *os.File.
+// hasher computes content hashes. Tests set open to simulate unreadable
+// files when running as root, and racy to have digests remembered at once.
 type hasher struct {
-	open func(name string) (*os.File, error)
-	// racy is how long ago a file must have changed for its digest to be
-	// remembered; 0 means racyWindow.
-	racy time.Duration
+	open func(name string) (*os.File, error) // nil: openRegular
+	racy time.Duration                       // 0: racyWindow
 }
 
 // problem is an entry that could not be hashed as it should.
@@ -98,11 +88,20 @@ type problem struct {
 	err  error
 }
 
+// fileMeta is what can be seen of a file that cannot be read. The change
+// time is left out on purpose: the kubelet's fsGroup handling and any chmod
+// or chown change it without changing the content. A rotation by the
+// kubelet writes a new file (new inode); a rewrite in place changes the
+// modification time or the size.
+type fileMeta struct {
+	size     int64
+	mtime    int64 // nanoseconds since the epoch
+	dev, ino uint64
+}
+
 // hashResult is the outcome of one hash of a directory.
 type hashResult struct {
-	sum      [32]byte
-	dirs     map[string]fileID // real paths of the directories to watch
-	problems []problem
+	sum [32]byte
 
 	// version is the target of ..data ("" if root has no ..data link), and
 	// versionSum the hash of the records read from inside that version
@@ -114,90 +113,34 @@ type hashResult struct {
 
 	// broken says why root is in a state that is never reported ("" if
 	// it is not): ..data names no directory, or every visible entry
-	// dangles. partial says why root looks half-way through a kubelet
-	// update ("" if it does not). See the package documentation.
+	// dangles. partial says why root looks half-way through an update ("" if
+	// it does not). See the package documentation.
 	broken  string
 	partial string
 
-	// unreadable holds what can be seen of every file that could not be
-	// read, by visible path.
-	unreadable map[string]fileMeta
-
-	// root is the real path of the root, and rootID its identity.
-	root   string
-	rootID fileID
-
-	// linked says that the root was walked by the names of the version
-	// directory (see linkedWalk).
-	linked bool
-
-	// skipped says that the files were not read (hashOpts.lazy): sum,
-	// versionSum, problems and unreadable are not known.
-	skipped bool
-
-	// tree is what an event that names a path needs to update the hash
-	// without a walk, if root is a plain tree (see plainTree), else nil.
-	tree *plainTree
+	problems   []problem
+	unreadable map[string]fileMeta // what can be seen of each unreadable file, by visible path
+	watched    int                 // directories passed to watch
+	seen       *seen               // for the next hash, and the resync
+	tree       *plainTree          // for the next hash, if root is a plain tree (plain.go)
 }
 
-// hashOpts are the Watcher's ways to hash less.
-type hashOpts struct {
-	// cache, if not nil, gives the digests of files whose stat is
-	// unchanged since they were read, and takes those of the files read.
-	// The caller commits or drops what it took.
-	cache *digestCache
-	// lazy skips reading the files when the walk already shows a state
-	// that is not reported (broken, or half-way through an update): the
-	// result then has skipped set and no sum, problems or unreadable files.
-	lazy bool
-	// seen, if not nil, is given the target of ..data as soon as the hash
-	// has read it (nil if root has no ..data link).
-	seen *atomic.Pointer[string]
-	// ahead, if not nil, is the target of ..data in the real root
-	// ahead.root, read just before the hash: the hash takes it as its own
-	// first read of ..data if it resolves root to the same directory.
-	ahead *linkRead
-	// last is the root as the last hash resolved it, if any.
-	last rootSeen
-}
-
-// rootSeen is a root as a hash resolved it: its real path and identity.
-type rootSeen struct {
-	real string
-	id   fileID
-}
-
-// linkRead is a target of ..data ("" if there is none) read in root.
-type linkRead struct {
-	root, target string
-	// version and its stat, if set, are the directory that target names,
-	// as resolveVersion found it: the hash need not look it up again.
-	version     string
-	versionInfo os.FileInfo
-}
-
-// hash hashes root, redoing it if the kubelet swapped ..data meanwhile.
-func (h hasher) hash(root string) (hashResult, error) {
-	return h.hashWith(root, hashOpts{})
-}
-
-// hashWith is hash with opts.
-func (h hasher) hashWith(root string, opts hashOpts) (hashResult, error) {
+// hash hashes root, redoing it if ..data was swapped meanwhile. last, if
+// not nil, gives the digests of files whose stamp is unchanged. watch, if
+// not nil, is called with each real directory whose entries decide what the
+// app sees, before it is listed, so that a change after the listing makes an
+// event: the root, and every directory walked outside the version directory
+// that ..data names (the kubelet never changes a published version: it
+// swaps ..data, in the root).
+func (h hasher) hash(root string, last *seen, watch func(dir string)) (hashResult, error) {
 	for attempt := 1; ; attempt++ {
-		opts.cache.drop()
-		res, err := h.hashOnce(root, opts)
+		res, real, err := h.hashOnce(root, last, watch)
 		if err != nil {
 			return hashResult{}, err
 		}
-		after, _ := os.Readlink(filepath.Join(root, dataLink))
+		after, _ := os.Readlink(filepath.Join(real, dataLink))
 		if after == res.version || attempt == maxHashAttempts {
 			return res, nil
-		}
-		// Read before the next attempt lists anything: its first read,
-		// if it was read in the directory hashed (root has no symlink).
-		opts.ahead = nil
-		if root == res.root {
-			opts.ahead = &linkRead{root: root, target: after}
 		}
 	}
 }
@@ -212,217 +155,150 @@ type record struct {
 
 // walk holds the state of one hash walk.
 type walk struct {
+	h       hasher
+	last    *seen
+	next    *seen
+	start   time.Time
+	watch   func(dir string)
+	watched map[string]bool // directories passed to watch
+
+	dirs     map[string]string // every real directory walked: its visible path
 	visited  map[fileID]string // every real directory walked, by its first visible path
 	onPath   map[fileID]bool   // real directories between the root and the current one
-	dirs     map[string]fileID
-	fileDirs map[string]bool // real parent directories of files reached by symlinks
 	records  []record
 	problems []problem
-	vanished bool // an entry vanished while it was read: something is at work
-	links    bool // a symlink was followed
-	shared   bool // a regular file has other hard links
-	aliased  bool // a directory was reached twice (kindAlias)
+	vanished bool // an entry vanished while it was read: someone is at work
+	links    bool // a symlink other than the kubelet's own was followed
 
 	dataDir     string    // the version directory ..data names, if any
 	dataChanged time.Time // the latest mtime of a directory walked inside dataDir
 	emptyDir    string    // an empty directory inside dataDir (visible path)
 }
 
-// hashOnce walks root once.
-func (h hasher) hashOnce(root string, opts hashOpts) (hashResult, error) {
-	start := time.Now()
-	real, info, target, err := readRoot(root, opts)
+// hashOnce walks root once, and returns the result and root's real path.
+func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResult, string, error) {
+	real, info, err := resolveDir(root)
 	if err != nil {
-		return hashResult{}, err
+		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	rootID := idOf(real, info)
-	w := newWalk(real, rootID)
-	res := hashResult{version: target, root: real, rootID: rootID}
+	w := h.newWalk(last, watch, last.size())
+	w.watchDir(real)
+	w.stamp(root, stampOf(info)) // stat'ed by the resync as given, through any symlink
+	id := idOf(real, info)
+	w.visited[id], w.onPath[id], w.dirs[real] = ".", true, "."
 
-	// A kubelet volume: the version directory that ..data names is watched
-	// (the kubelet never writes into it, but someone else might), and its
-	// top-level entries are compared with the visible ones below.
-	var known *linkRead
-	if a := opts.ahead; a != nil && a.root == real && a.versionInfo != nil {
-		known = a // readRoot took its target too
-	}
-	dataDir, dataNames, dataEntries := w.versionDir(real, target, known, &res)
-	if dataDir != "" && len(dataNames) > 0 && len(dataNames) <= maxLinkedNames {
-		if linked, ok := h.linkedWalk(w, res, dataNames, dataEntries, opts, start); ok {
-			return linked, nil
-		}
-		w = newWalk(real, rootID)
-		res = hashResult{version: target, root: real, rootID: rootID}
-		dataDir, dataNames, dataEntries = w.versionDir(real, target, known, &res)
-	}
+	res := hashResult{}
+	res.version, _ = os.Readlink(filepath.Join(real, dataLink))
+	items := w.versionDir(real, &res)
 	entries, err := os.ReadDir(real)
 	if err != nil {
-		return hashResult{}, fmt.Errorf("hash %s: %w", root, err)
+		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	// As listed (one lstat less): one created since is in the second
-	// listing, which unsettled compares.
 	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == dataLink+"_tmp" }) {
-		res.partial = "..data_tmp exists: a swap is under way"
-		if opts.lazy {
-			// The rename of ..data follows within milliseconds, with its
-			// own event: no need to walk or read what it replaces.
-			res.skipped = true
-			return res, nil
-		}
+		w.partly(&res, "..data_tmp exists: a swap is under way")
 	}
-
-	visible, dangling := w.visitEntries(real, dataDir, entries, &res)
-	if res.partial == "" {
-		for _, name := range dataNames {
-			if !visible[name] {
-				res.partial = fmt.Sprintf("item %s has no visible link yet", name)
-				break
-			}
+	visible, dangling := w.visitEntries(real, entries, &res)
+	for _, name := range items {
+		if !visible[name] {
+			// The kubelet renames ..data before it links new keys.
+			w.partly(&res, fmt.Sprintf("item %s has no visible link yet", name))
 		}
 	}
 	if res.broken == "" && len(visible) > 0 && dangling == len(visible) {
 		res.broken = "every visible entry dangles"
 	}
-	w.watchFileDirs()
 
-	if opts.lazy && (res.partial != "" || res.broken != "") {
-		res.dirs = w.dirs
-		res.skipped = true
-		return res, nil
-	}
-	sorted, unreadable := h.entries(w, dataDir, opts.cache, start)
-	res.sum, res.versionSum = fold(sorted)
+	entriesRead, unreadable := w.read()
+	res.sum, res.versionSum = fold(entriesRead)
 	res.unreadable = unreadable
-	if res.partial == "" && res.broken == "" {
-		res.partial = w.unsettled(real, dataDir, entries, dataEntries)
+	if why := w.unsettled(real); why != "" {
+		w.partly(&res, why)
 	}
-	res.dirs = w.dirs
 	res.problems = w.problems
-	res.tree = w.tree(sorted, &res)
-	return res, nil
+	res.watched = len(w.watched)
+	w.next.whole = w.next.whole && !w.links && len(w.problems) == 0 && res.partial == "" && res.broken == ""
+	res.seen = w.next
+	res.tree = w.tree(real, entriesRead, res)
+	return res, real, nil
 }
 
-// readRoot resolves root and reads where ..data points (before anything is
-// listed: if the kubelet swaps it during the walk, hash sees a different
-// target afterwards and hashes again).
-func readRoot(root string, opts hashOpts) (real string, info os.FileInfo, target string, err error) {
-	real, info, err = resolveRootFrom(root, opts.last)
-	if err != nil {
-		return "", nil, "", fmt.Errorf("hash %s: %w", root, err)
+// newWalk starts a walk that expects about files files.
+func (h hasher) newWalk(last *seen, watch func(string), files int) *walk {
+	return &walk{
+		h: h, last: last, start: time.Now(), watch: watch, watched: make(map[string]bool),
+		next:    &seen{files: make(map[fileKey]digestEntry, files), whole: true},
+		dirs:    make(map[string]string),
+		visited: make(map[fileID]string),
+		onPath:  make(map[fileID]bool),
 	}
-	if a := opts.ahead; a != nil && a.root == real {
-		target = a.target
-	} else {
-		target, _ = os.Readlink(filepath.Join(real, dataLink))
-	}
-	if opts.seen != nil {
-		if target == "" {
-			opts.seen.Store(nil)
-		} else {
-			opts.seen.Store(&target)
-		}
-	}
-	return real, info, target, nil
 }
 
-// linkedWalk is the walk of a kubelet volume as the kubelet leaves it: the
-// visible names of the root are links to the items of the version
-// directory (names, as listed in dataEntries), and nothing else. It takes
-// those names as the root's, reads the files through the links, and lists
-// the root once, after the files: if the root then shows the same names,
-// the walk is the one a listing of the root first would have made. Right
-// after a swap the kubelet deletes the old version directory beside the
-// root's entries, and a listing of the root at that moment waits for it:
-// 150-250 us in traces, when hotreload's swap-to-request latency trailed
-// the floor program's by about 0.35 ms (test/cost). It reports false
-// for any other volume or moment (a link missing or dangling, a name more
-// in the root, a problem, a state half-way through an update): the volume
-// is then walked in full. w and res are those of the walk so far, with
-// the version directory read.
-func (h hasher) linkedWalk(w *walk, res hashResult, names []string, dataEntries []os.DirEntry, opts hashOpts, start time.Time) (hashResult, bool) {
-	links := make([]os.DirEntry, len(names))
-	for i, n := range names {
-		links[i] = linkEntry(n)
-	}
-	if _, dangling := w.visitEntries(res.root, w.dataDir, links, &res); w.vanished || dangling > 0 || res.partial != "" || len(w.problems) > 0 {
-		return hashResult{}, false
-	}
-	w.watchFileDirs()
-	sorted, unreadable := h.entries(w, w.dataDir, opts.cache, start)
-	if w.unsettled(res.root, w.dataDir, links, dataEntries) != "" {
-		return hashResult{}, false // compared with the root's names as they are now
-	}
-	res.sum, res.versionSum = fold(sorted)
-	res.unreadable = unreadable
-	res.dirs = w.dirs
-	res.problems = w.problems
-	res.linked = true
-	return res, true
+// published reports whether path is the version directory that ..data
+// names or inside it: never changed by the kubelet (see seen).
+func (w *walk) published(path string) bool {
+	return w.dataDir != "" && (path == w.dataDir || strings.HasPrefix(path, w.dataDir+string(filepath.Separator)))
 }
 
-// linkEntry is a directory entry of the kubelet's kind in a volume's root:
-// a symlink named name.
-type linkEntry string
-
-func (e linkEntry) Name() string               { return string(e) }
-func (e linkEntry) IsDir() bool                { return false }
-func (e linkEntry) Type() fs.FileMode          { return fs.ModeSymlink }
-func (e linkEntry) Info() (fs.FileInfo, error) { return nil, errors.New("linkEntry has no FileInfo") }
-
-// newWalk returns a walk from the real root, the directory rootID.
-func newWalk(real string, rootID fileID) *walk {
-	w := &walk{
-		visited:  make(map[fileID]string),
-		onPath:   make(map[fileID]bool),
-		dirs:     make(map[string]fileID),
-		fileDirs: make(map[string]bool),
+// watchDir passes dir to watch, once, unless it is inside the published
+// version.
+func (w *walk) watchDir(dir string) {
+	if w.watched[dir] || w.published(dir) {
+		return
 	}
-	w.visited[rootID] = "."
-	w.onPath[rootID] = true
-	w.dirs[real] = rootID
-	return w
+	w.watched[dir] = true
+	if w.watch != nil {
+		w.watch(dir)
+	}
 }
 
-// versionDir resolves the version directory that ..data (target) names
-// (known, if not nil, has resolved it already), watches it and lists it. It
-// returns "" and records the volume as broken if target names no
-// directory, and "" alone if there is no ..data.
-func (w *walk) versionDir(real, target string, known *linkRead, res *hashResult) (dir string, names []string, entries []os.DirEntry) {
-	if target == "" {
-		return "", nil, nil
+// stamp records the stamp st of a directory listed or a file read, for the
+// resync, unless it is inside the published version.
+func (w *walk) stamp(path string, st fileStamp) {
+	if w.published(path) {
+		return
 	}
-	var (
-		dirInfo os.FileInfo
-		err     error
-	)
-	if known != nil {
-		dir, dirInfo = known.version, known.versionInfo
-	} else {
-		dir, dirInfo, err = resolveVersion(real, target)
+	w.next.stamps = append(w.next.stamps, stamped{path, st})
+	if !st.settled(w.start, w.h.racy) {
+		w.next.whole = false
 	}
+}
+
+// versionDir resolves and lists the version directory that ..data
+// (res.version) names, and returns its visible names; it records the
+// volume as broken if ..data names no directory.
+func (w *walk) versionDir(real string, res *hashResult) (items []string) {
+	if res.version == "" {
+		return nil
+	}
+	dir := res.version
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(real, dir)
+	}
+	named := dir
+	dir, info, err := resolveDir(dir)
+	var entries []os.DirEntry
 	if err == nil {
 		entries, err = os.ReadDir(dir)
 	}
 	if err != nil {
-		res.broken = fmt.Sprintf("..data names no directory (%s)", target)
-		return "", nil, nil
+		res.broken = fmt.Sprintf("..data names no directory (%s)", res.version)
+		return nil
 	}
-	w.dirs[dir] = idOf(dir, dirInfo)
-	w.dataDir = dir
-	w.dataChanged = dirInfo.ModTime()
+	w.dataDir, w.dataChanged = dir, info.ModTime()
+	if dir != named || filepath.Dir(dir) != real { // a symlink, or not a directory of the root
+		w.links = true // not the kubelet's layout: the root's stamp does not vouch for it
+	}
 	for _, e := range entries {
 		if !hidden(e.Name()) {
-			names = append(names, e.Name())
+			items = append(items, e.Name())
 		}
 	}
-	return dir, names, entries
+	return items
 }
 
-// visitEntries walks root's visible entries, resolving the kubelet's links
-// through dataDir as the app would. It returns the visible names and how
-// many of them dangle, and records a link to a vanished item as a moment of
-// an update.
-func (w *walk) visitEntries(real, dataDir string, entries []os.DirEntry, res *hashResult) (visible map[string]bool, dangling int) {
+// visitEntries walks root's visible entries, and returns their names and
+// how many of them dangle.
+func (w *walk) visitEntries(real string, entries []os.DirEntry, res *hashResult) (visible map[string]bool, dangling int) {
 	visible = make(map[string]bool)
 	for _, e := range entries {
 		name := e.Name()
@@ -431,175 +307,75 @@ func (w *walk) visitEntries(real, dataDir string, entries []os.DirEntry, res *ha
 		}
 		visible[name] = true
 		p := filepath.Join(real, name)
-		if e.Type()&fs.ModeSymlink == 0 {
+		switch {
+		case e.Type()&fs.ModeSymlink == 0:
 			w.visit(name, p)
-			continue
+		case w.visitLink(name, p, res):
+			dangling++
 		}
-		w.links = true
-		link, err := os.Readlink(p)
-		if err != nil {
-			w.vanished = true // replaced since the listing: an event follows
-			continue
-		}
-		rest, kubelet := strings.CutPrefix(link, dataLink+"/")
-		if kubelet && dataDir != "" {
-			// The kubelet's link: resolve it through the version directory
-			// already resolved, as the app would (..data is checked
-			// again after the walk), without resolving the whole path.
-			p = filepath.Join(dataDir, rest)
-			info, err := os.Lstat(p)
-			if err == nil {
-				w.visitInfo(name, p, info)
-				continue
-			}
-			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-				w.problem(name, err)
-				continue
-			}
-		}
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			if !kubelet || dataDir == "" {
-				dangling++
-			}
-			if kubelet {
-				// The kubelet's link of a key that ..data no longer has:
-				// the kubelet unlinks it next. Not a problem of the
-				// volume's content, only a moment of the update (even
-				// when every key vanished: a hash at the swap sees every
-				// visible link dangle, and that is not broken).
-				if res.partial == "" && res.broken == "" {
-					res.partial = fmt.Sprintf("visible link %s names a vanished item", name)
-				}
-				continue
-			}
-		}
-		w.visit(name, p)
 	}
 	return visible, dangling
 }
 
-// watchFileDirs adds to the directories to watch those of files reached
-// through symlinks.
-func (w *walk) watchFileDirs() {
-	for d := range w.fileDirs {
-		if _, ok := w.dirs[d]; ok {
-			continue
+// visitLink adds what the visible symlink name (at p) shows, and reports
+// whether it dangles. The kubelet's links (..data/key) are resolved through
+// the version directory already resolved, as the app would, so that every
+// file comes from that one version (..data is read again after the walk);
+// one naming a key that ..data no longer has is a moment of an update, not
+// a problem of the content: the kubelet unlinks it next.
+func (w *walk) visitLink(name, p string, res *hashResult) (dangles bool) {
+	link, err := os.Readlink(p)
+	if err != nil {
+		w.vanished = true // replaced since the listing: an event follows
+		return false
+	}
+	rest, kubelet := strings.CutPrefix(link, dataLink+"/")
+	if !kubelet || w.dataDir == "" {
+		_, err := os.Stat(p)
+		dangles = errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+		if dangles && kubelet { // ..data is gone: a moment of a deletion
+			w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
+			return true
 		}
-		if info, err := os.Stat(d); err == nil {
-			w.dirs[d] = idOf(d, info)
-		}
+		w.visit(name, p) // records a dangling link as a problem
+		return dangles
+	}
+	p = filepath.Join(w.dataDir, rest)
+	info, err := os.Lstat(p)
+	switch {
+	case err == nil:
+		w.visitInfo(name, p, info)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
+	default:
+		w.problem(name, err)
+	}
+	return false
+}
+
+// partly records why the volume looks half-way through an update, unless
+// a reason is known already.
+func (w *walk) partly(res *hashResult, why string) {
+	if res.partial == "" && res.broken == "" {
+		res.partial = why
 	}
 }
 
 // unsettled returns why the files just read may not be a state of the
 // volume that an app could read whole, or "" if they are.
-func (w *walk) unsettled(real, dataDir string, entries, dataEntries []os.DirEntry) string {
+func (w *walk) unsettled(real string) string {
 	switch {
 	case w.vanished:
 		return reasonVanished
 	case w.emptyDir != "":
 		return fmt.Sprintf("directory %s of the version that ..data names is empty (the kubelet makes directories only for items: an rm -rf is under way)", w.emptyDir)
-	case dataDir != "" && w.dataChanged.After(changeTime(filepath.Join(real, dataLink))):
+	case w.dataDir != "" && w.dataChanged.After(changeTime(filepath.Join(real, dataLink))):
 		// The kubelet fills a version directory before it renames ..data
 		// to name it (which sets the link's change time), and never
 		// touches it again.
 		return "the version directory that ..data names changed after ..data was swapped to it (the kubelet never does that)"
-	case !sameNames(real, entries) || (dataDir != "" && !sameNames(dataDir, dataEntries)):
-		// Read again after the files: a writer (an rm -rf, a script) was
-		// at work during the walk, and the files read may be a mix that
-		// no state of the volume ever held.
-		return reasonStale
 	}
 	return ""
-}
-
-// resolveRoot returns the real path of a volume's root and its stat, or
-// errNotDir if it is not a directory.
-func resolveRoot(root string) (string, os.FileInfo, error) {
-	real, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", nil, err
-	}
-	info, err := os.Stat(real)
-	if err == nil && !info.IsDir() {
-		err = errNotDir
-	}
-	return real, info, err
-}
-
-// resolveRootFrom is resolveRoot for a root that last resolved it, if
-// last.real is root itself (no symlink on its way) and it has an identity.
-// A directory keeps its identity wherever it moves, so a root that still
-// reaches a directory of that identity reaches the same one, and is still a
-// path to it: one stat shows it, against one lstat per path component for
-// the full resolution, which any other answer gets.
-func resolveRootFrom(root string, last rootSeen) (string, os.FileInfo, error) {
-	if last.real == root && last.id.ino != 0 {
-		if info, err := os.Stat(root); err == nil && info.IsDir() && idOf(root, info) == last.id {
-			return root, info, nil
-		}
-	}
-	return resolveRoot(root)
-}
-
-// resolveVersion returns the real path and the stat of the directory that
-// ..data names (target) in the directory real, itself resolved. In the
-// kubelet's form (a plain name that is not a symlink itself) that takes one
-// lstat.
-func resolveVersion(real, target string) (string, os.FileInfo, error) {
-	dir := target
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(real, dir)
-	}
-	var (
-		info os.FileInfo
-		err  error
-	)
-	if plainName(target) {
-		info, err = os.Lstat(dir)
-	}
-	if !plainName(target) || err != nil || info.Mode()&fs.ModeSymlink != 0 {
-		dir, err = filepath.EvalSymlinks(dir)
-		if err == nil {
-			info, err = os.Stat(dir)
-		}
-	}
-	if err == nil && !info.IsDir() {
-		err = errNotDir
-	}
-	return dir, info, err
-}
-
-// plainName reports whether target (of ..data) is one name in the same
-// directory, as the kubelet writes it.
-func plainName(target string) bool {
-	return target != "" && target != "." && target != ".." && !strings.ContainsRune(target, filepath.Separator)
-}
-
-// sameNames reports whether dir still lists the entries of before that
-// matter to the hash: the visible names, and ..data_tmp.
-func sameNames(dir string, before []os.DirEntry) bool {
-	now, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	keep := func(es []os.DirEntry) []string {
-		var names []string
-		for _, e := range es {
-			if n := e.Name(); !hidden(n) || n == dataLink+"_tmp" {
-				names = append(names, n)
-			}
-		}
-		return names
-	}
-	return slices.Equal(keep(before), keep(now)) // ReadDir sorts by name
-}
-
-// hidden reports whether a name is skipped: the kubelet's "..data",
-// "..data_tmp" and "..<timestamp>" entries, and anything else starting
-// with "..".
-func hidden(name string) bool {
-	return strings.HasPrefix(name, "..")
 }
 
 // visit adds the entry at the real path p, seen at the visible path rel.
@@ -623,25 +399,19 @@ func (w *walk) visitInfo(rel, p string, info os.FileInfo) {
 	if viaLink {
 		w.links = true
 		resolved, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				if _, lerr := os.Lstat(p); lerr == nil {
-					w.problem(rel, fmt.Errorf("%w: %w", errDanglingLink, err))
-				} else {
-					w.vanished = true
-				}
-				return
-			}
-			w.problem(rel, err) // e.g. "too many links" for a loop of symlinks
-			return
+		if err == nil {
+			info, err = os.Stat(resolved)
 		}
-		info, err = os.Stat(resolved)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				w.vanished = true
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if _, lerr := os.Lstat(p); lerr == nil {
+				w.problem(rel, fmt.Errorf("%w: %w", errDanglingLink, err))
 			} else {
-				w.problem(rel, err)
+				w.vanished = true
 			}
+			return
+		case err != nil:
+			w.problem(rel, err) // "too many links" for a loop of symlinks
 			return
 		}
 		p = resolved
@@ -650,11 +420,10 @@ func (w *walk) visitInfo(rel, p string, info os.FileInfo) {
 	case info.IsDir():
 		w.walkDir(rel, p, info)
 	case info.Mode().IsRegular():
-		w.records = append(w.records, record{rel: rel, kind: kindFile, ref: p, stamp: stampOf(info)})
-		w.shared = w.shared || linkCount(info) > 1
 		if viaLink {
-			w.fileDirs[filepath.Dir(p)] = true
+			w.watchDir(filepath.Dir(p)) // before the file is read
 		}
+		w.records = append(w.records, record{rel: rel, kind: kindFile, ref: p, stamp: stampOf(info)})
 	default:
 		// Devices, FIFOs and sockets are not content; opening a FIFO
 		// would block.
@@ -670,14 +439,14 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 	}
 	if first, ok := w.visited[id]; ok {
 		w.records = append(w.records, record{rel: rel, kind: kindAlias, ref: first})
-		w.aliased = true
 		return
 	}
-	w.visited[id] = rel
+	w.visited[id], w.dirs[dir] = rel, rel
 	w.onPath[id] = true
 	defer delete(w.onPath, id)
-	w.dirs[dir] = id
 
+	w.watchDir(dir)
+	w.stamp(dir, stampOf(info))
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -699,10 +468,9 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 		}
 	}
 	for _, e := range entries {
-		if hidden(e.Name()) {
-			continue
+		if !hidden(e.Name()) {
+			w.visit(rel+"/"+e.Name(), filepath.Join(dir, e.Name()))
 		}
-		w.visit(rel+"/"+e.Name(), filepath.Join(dir, e.Name()))
 	}
 }
 
@@ -722,67 +490,85 @@ type entry struct {
 	alias     string // kindAlias: the first path, in place of digest
 }
 
-// entries reads the files of the walk in the order of their visible paths
-// and returns its entries, and what was seen of the files that could not be
-// read. A file whose stat is the one cache remembers is not read; a file
-// read is remembered if it last changed well before start (see racyWindow).
-func (h hasher) entries(w *walk, dataDir string, cache *digestCache, start time.Time) (entries []entry, unreadable map[string]fileMeta) {
+// read reads the files of the walk in the order of their visible paths and
+// returns its entries, and what was seen of the files that could not be
+// read.
+func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 	slices.SortFunc(w.records, func(a, b record) int { return strings.Compare(a.rel, b.rel) })
 	entries = make([]entry, 0, len(w.records))
-	file := sha256.New()
+	d := sha256.New()
 	buf := bufPool.Get().(*[]byte)
 	defer bufPool.Put(buf)
 	for _, r := range w.records {
 		e := entry{rel: r.rel, kind: r.kind}
 		switch r.kind {
 		case kindFile:
-			if d, ok := cache.lookup(r.stamp); ok {
-				e.size, e.digest, e.n = r.stamp.size, d, sha256.Size
-				break
-			}
-			size, st, err := h.digest(file, r.ref, *buf)
-			switch {
-			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular):
+			var meta fileMeta
+			var err error
+			if e, meta, err = w.file(r, d, *buf); errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
 				w.vanished = true // vanished or replaced meanwhile: an event follows
 				continue
-			case errors.Is(err, fs.ErrPermission):
-				meta, serr := metaOf(r.ref)
-				if serr != nil {
-					w.vanished = true
-					continue
-				}
+			} else if err != nil {
 				w.problem(r.rel, err)
+			}
+			if e.kind == kindMeta {
 				if unreadable == nil {
 					unreadable = make(map[string]fileMeta)
 				}
 				unreadable[r.rel] = meta
-				e.kind, e.size = kindMeta, meta.size
-				e.n = uint8(copy(e.digest[:], meta.bytes()))
-			case err != nil:
-				w.problem(r.rel, err)
-				e.kind = kindUnreadable
-			default:
-				e.size, e.n = size, sha256.Size
-				file.Sum(e.digest[:0])
-				if settled(st, start, h.racy) && st.size == size {
-					cache.keep(st, e.digest)
-				}
 			}
 		case kindAlias:
 			e.size, e.alias = int64(len(r.ref)), r.ref
 		}
-		e.inVersion = dataDir != "" && strings.HasPrefix(r.ref, dataDir+string(filepath.Separator))
+		e.inVersion = w.dataDir != "" && strings.HasPrefix(r.ref, w.dataDir+string(filepath.Separator))
 		entries = append(entries, e)
 	}
 	return entries, unreadable
 }
 
+// file returns the entry of the regular file r: its digest, from the last
+// hash if its stamp is unchanged, else read; or, if it cannot be read,
+// what a stat shows of it (meta, with the error). A file read is kept for the
+// next hash if it last changed well before the walk started (see
+// racyWindow).
+func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, fileMeta, error) {
+	e := entry{rel: r.rel, kind: kindFile, n: sha256.Size, size: r.stamp.size}
+	if sum, ok := w.last.lookup(r.stamp); ok {
+		e.digest = sum
+		w.next.keep(r.stamp, sum)
+		w.stamp(r.ref, r.stamp)
+		return e, fileMeta{}, nil
+	}
+	size, st, err := w.h.digest(d, r.ref, buf)
+	if errors.Is(err, fs.ErrPermission) {
+		meta, serr := metaOf(r.ref)
+		if serr != nil {
+			return e, meta, serr // vanished meanwhile
+		}
+		e.kind, e.size = kindMeta, meta.size
+		e.n = uint8(copy(e.digest[:], meta.bytes()))
+		return e, meta, err
+	}
+	if err != nil {
+		e.kind = kindUnreadable
+		return e, fileMeta{}, err
+	}
+	d.Sum(e.digest[:0])
+	e.size = size
+	if st.size == size && st.settled(w.start, w.h.racy) {
+		w.next.keep(st, e.digest)
+		w.stamp(r.ref, st)
+	} else {
+		w.next.whole = false // the next hash reads it again
+	}
+	return e, fileMeta{}, nil
+}
+
 // fold returns the hash of entries (sorted by visible path) and the hash of
 // those read from inside the version directory.
 func fold(entries []entry) (sum, versionSum [32]byte) {
-	total := sha256.New()
-	version := sha256.New()
-	// The records go to the hashes in batches: a Write per field costs
+	total, version := sha256.New(), sha256.New()
+	// The records go to the hashes in batches: a Write per record costs
 	// more than the hashing of 10,000 records.
 	var tb, vb []byte
 	for _, e := range entries {
@@ -816,10 +602,31 @@ func fold(entries []entry) (sum, versionSum [32]byte) {
 	return sum, versionSum
 }
 
-var errNotRegular = errors.New("not a regular file")
+// bytes encodes m for the hash.
+func (m fileMeta) bytes() []byte {
+	b := make([]byte, 0, 24)
+	b = binary.BigEndian.AppendUint64(b, uint64(m.mtime))
+	b = binary.BigEndian.AppendUint64(b, m.dev)
+	b = binary.BigEndian.AppendUint64(b, m.ino)
+	return b
+}
 
-// bufPool holds the read buffers of hashes, shared by the volumes: a
-// resync hashes every volume at once.
+// diff names what differs between m (before) and n (now).
+func (m fileMeta) diff(n fileMeta) string {
+	var d []string
+	if m.size != n.size {
+		d = append(d, fmt.Sprintf("size %d -> %d", m.size, n.size))
+	}
+	if m.mtime != n.mtime {
+		d = append(d, "mtime "+time.Unix(0, m.mtime).UTC().Format(time.RFC3339Nano)+" -> "+time.Unix(0, n.mtime).UTC().Format(time.RFC3339Nano))
+	}
+	if m.dev != n.dev || m.ino != n.ino {
+		d = append(d, fmt.Sprintf("inode %d:%d -> %d:%d", m.dev, m.ino, n.dev, n.ino))
+	}
+	return strings.Join(d, ", ")
+}
+
+// bufPool holds the read buffers of hashes, shared by the volumes.
 var bufPool = sync.Pool{New: func() any {
 	b := make([]byte, 32<<10)
 	return &b
@@ -830,13 +637,11 @@ var bufPool = sync.Pool{New: func() any {
 // its stat showed before the read.
 func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, error) {
 	d.Reset()
-	if h.open == nil {
-		if n, st, ok, err := readRaw(d, name, buf); ok {
-			return n, st, err
-		}
-		h.open = openRegular
+	open := h.open
+	if open == nil {
+		open = openRegular
 	}
-	f, err := h.open(name)
+	f, err := open(name)
 	if err != nil {
 		return 0, fileStamp{}, err
 	}
@@ -848,7 +653,6 @@ func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, 
 	if !info.Mode().IsRegular() {
 		return 0, fileStamp{}, errNotRegular
 	}
-	st := stampOf(info)
 	// A plain loop: io.CopyBuffer would take *os.File's WriteTo, which
 	// ignores buf and allocates its own for every file.
 	var n int64
@@ -857,10 +661,31 @@ func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, 
 		d.Write(buf[:m])
 		n += int64(m)
 		if err == io.EOF {
-			return n, st, nil
+			return n, stampOf(info), nil
 		}
 		if err != nil {
 			return 0, fileStamp{}, fmt.Errorf("read %s: %w", name, err)
 		}
 	}
+}
+
+// resolveDir returns the real path of the directory path and its stat, or
+// errNotDir if it is not a directory.
+func resolveDir(path string) (string, os.FileInfo, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", nil, err
+	}
+	info, err := os.Stat(real)
+	if err == nil && !info.IsDir() {
+		err = errNotDir
+	}
+	return real, info, err
+}
+
+// hidden reports whether a name is skipped: the kubelet's "..data",
+// "..data_tmp" and "..<timestamp>" entries, and anything else starting
+// with "..".
+func hidden(name string) bool {
+	return strings.HasPrefix(name, "..")
 }

@@ -7,8 +7,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -311,7 +311,7 @@ func TestHashDirProblems(t *testing.T) {
 			var err error
 			go func() {
 				defer close(done)
-				res, err = hasher{open: openRegular}.hash(dir)
+				res, err = hasher{open: openRegular}.hash(dir, nil, nil)
 			}()
 			select {
 			case <-done:
@@ -358,15 +358,16 @@ func TestHashDirAliases(t *testing.T) {
 	symlink(t, shared, filepath.Join(dir, "a"))
 	symlink(t, shared, filepath.Join(dir, "b"))
 
-	res, err := hasher{open: openRegular}.hash(dir)
+	var watched []string
+	res, err := hasher{open: openRegular}.hash(dir, nil, func(d string) { watched = append(watched, d) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.problems) != 0 {
 		t.Errorf("two links to one directory reported problems: %v", res.problems)
 	}
-	if _, ok := res.dirs[shared]; !ok {
-		t.Errorf("the linked directory %s is not in the watch set %v", shared, res.dirs)
+	if !slices.Contains(watched, shared) {
+		t.Errorf("the linked directory %s is not in the watch set %v", shared, watched)
 	}
 	writeTree(t, shared, map[string]string{"f": "2"})
 	if mustHash(t, dir) == res.sum {
@@ -385,7 +386,7 @@ func TestHashDirUnreadable(t *testing.T) {
 		}
 		return openRegular(name)
 	}}
-	res, err := denied.hash(dir)
+	res, err := denied.hash(dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,82 +404,33 @@ func TestHashDirUnreadable(t *testing.T) {
 	}
 }
 
+// TestHashDirWatchSet checks which directories a hash watches: the root
+// and what it walks, but nothing of the version directory that ..data names
+// (the kubelet never writes into it); directories reached through symlinks,
+// and the directory of a file reached through one.
 func TestHashDirWatchSet(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "vol")
-	writeVolume(t, dir, baseFiles)
-	res, err := hasher{open: openRegular}.hash(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := os.Readlink(filepath.Join(dir, "..data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		dir,
-		filepath.Join(dir, version),
-		filepath.Join(dir, version, "conf.d"),
-		filepath.Join(dir, version, "conf.d", "tls"),
-	}
-	if len(res.dirs) != len(want) {
-		t.Errorf("watch set = %v, want %v", res.dirs, want)
-	}
-	for _, d := range want {
-		if _, ok := res.dirs[d]; !ok {
-			t.Errorf("watch set %v lacks %s", res.dirs, d)
-		}
-	}
-}
-
-// TestHashAhead checks that a hash given a read of ..data taken before it
-// (hashOpts.ahead) takes it as its first read only for the same real root,
-// and that a stale one costs a second walk, never a wrong result.
-func TestHashAhead(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "vol")
-	writeVolume(t, dir, map[string]string{"a.conf": "a=1", "b.conf": "b=1"})
-	want, err := HashDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := os.Readlink(filepath.Join(dir, dataLink))
-	if err != nil {
-		t.Fatal(err)
-	}
-	real, err := filepath.EvalSymlinks(dir) // as the hash resolves it
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name  string
-		ahead linkRead
-		seen  string // the first target the hash reports having read
-	}{
-		{"current", linkRead{root: real, target: target}, target},
-		{"stale", linkRead{root: real, target: "..2020_01_01_00_00_00.1"}, "..2020_01_01_00_00_00.1"},
-		{"other root", linkRead{root: real + "-elsewhere", target: "..2020_01_01_00_00_00.1"}, target},
+	kube := filepath.Join(root, "vol")
+	writeVolume(t, kube, baseFiles)
+	plain := filepath.Join(root, "plain")
+	writeTree(t, plain, baseFiles)
+	outside := filepath.Join(root, "outside")
+	writeTree(t, outside, map[string]string{"dir/f": "f", "file": "x"})
+	symlink(t, filepath.Join(outside, "dir"), filepath.Join(plain, "linked"))
+	symlink(t, filepath.Join(outside, "file"), filepath.Join(plain, "file"))
+	for dir, want := range map[string][]string{
+		kube:  {kube},
+		plain: {plain, filepath.Join(plain, "conf.d"), filepath.Join(plain, "conf.d", "tls"), filepath.Join(outside, "dir"), outside},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := hasher{}.hashWith(dir, hashOpts{ahead: &tc.ahead})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.sum != want || res.version != target || res.broken != "" || res.partial != "" {
-				t.Errorf("hash = %x version %q broken %q partial %q, want %x version %q, whole", res.sum[:4], res.version, res.broken, res.partial, want[:4], target)
-			}
-			// One walk alone, to see which target it started from.
-			seen := new(atomic.Pointer[string])
-			if _, err := (hasher{}).hashOnce(dir, hashOpts{ahead: &tc.ahead, seen: seen}); err != nil {
-				t.Fatal(err)
-			}
-			var first string
-			if p := seen.Load(); p != nil {
-				first = *p
-			}
-			if first != tc.seen {
-				t.Errorf("the walk read ..data as %q, want %q", first, tc.seen)
-			}
-		})
+		var watched []string
+		if _, err := (hasher{}).hash(dir, nil, func(d string) { watched = append(watched, d) }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(watched)
+		slices.Sort(want)
+		if !slices.Equal(watched, want) {
+			t.Errorf("%s: watched %v, want %v", filepath.Base(dir), watched, want)
+		}
 	}
 }
 
@@ -521,14 +473,12 @@ func TestHashDirStates(t *testing.T) {
 		visible  map[string]string // what an app sees
 		partial  string            // substring of the reason; "" for none
 		broken   string
-		problems int  // dangling links that are not the kubelet's
-		linked   bool // walked by the version directory's names (linkedWalk)
+		problems int // dangling links that are not the kubelet's
 	}{
 		{
 			name:    "kubelet volume",
 			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, baseFiles) },
 			visible: baseFiles,
-			linked:  true,
 		},
 		{
 			name: "kubelet volume whose link names another item",
@@ -537,18 +487,11 @@ func TestHashDirStates(t *testing.T) {
 				relink(t, "..data/conf.d/default.conf", filepath.Join(dir, "app.properties"))
 			},
 			visible: map[string]string{"app.properties": "listen 80;\n", "conf.d/default.conf": "listen 80;\n", "conf.d/tls/key.pem": baseFiles["conf.d/tls/key.pem"]},
-			linked:  true,
 		},
 		{
-			name:    "kubelet volume of more items than linkedWalk takes",
-			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, itemFiles(maxLinkedNames+1)) },
-			visible: itemFiles(maxLinkedNames + 1),
-		},
-		{
-			name:    "kubelet volume of as many items as linkedWalk takes",
-			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, itemFiles(maxLinkedNames)) },
-			visible: itemFiles(maxLinkedNames),
-			linked:  true,
+			name:    "kubelet volume of many items",
+			setup:   func(t *testing.T, dir string) { writeVolume(t, dir, itemFiles(100)) },
+			visible: itemFiles(100),
 		},
 		{
 			name: "kubelet volume with a file of its own in the root",
@@ -716,7 +659,7 @@ func TestHashDirStates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "vol")
 			tt.setup(t, dir)
-			res, err := hasher{open: openRegular}.hash(dir)
+			res, err := hasher{open: openRegular}.hash(dir, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -731,9 +674,6 @@ func TestHashDirStates(t *testing.T) {
 			}
 			if len(res.problems) != tt.problems {
 				t.Errorf("problems = %v, want %d: the kubelet's own links are not problems", res.problems, tt.problems)
-			}
-			if res.linked != tt.linked {
-				t.Errorf("walked by the version directory's names: %v, want %v", res.linked, tt.linked)
 			}
 		})
 	}
@@ -776,66 +716,6 @@ func TestHashDirStable(t *testing.T) {
 	} {
 		if got := fmt.Sprintf("%x", mustHash(t, dir)); got != want {
 			t.Errorf("HashDir(%s) = %s, want %s as before", filepath.Base(dir), got, want)
-		}
-	}
-}
-
-// TestResolveRootFrom: a root that the last hash found to be its own real
-// path is looked at with one stat while it reaches the same directory, and
-// resolved afresh once it reaches another.
-func TestResolveRootFrom(t *testing.T) {
-	base := t.TempDir()
-	root, other := filepath.Join(base, "config"), filepath.Join(base, "other")
-	for _, d := range []string{root, other} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	resolve := func(t *testing.T, last rootSeen) (string, fileID) {
-		t.Helper()
-		real, info, err := resolveRootFrom(root, last)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return real, idOf(real, info)
-	}
-	real, id := resolve(t, rootSeen{})
-	last := rootSeen{real, id}
-	if real != root {
-		t.Fatalf("real path of %s = %s", root, real)
-	}
-	if got, gotID := resolve(t, last); got != root || gotID != id {
-		t.Errorf("unchanged: %s %v, want %s %v", got, gotID, root, id)
-	}
-
-	// Moved, and reached through a symlink: the same directory, which the
-	// root still reaches.
-	if err := os.Rename(root, filepath.Join(base, "moved")); err != nil {
-		t.Fatal(err)
-	}
-	symlink(t, "moved", root)
-	if got, gotID := resolve(t, last); got != root || gotID != id {
-		t.Errorf("moved behind a symlink: %s %v, want %s %v", got, gotID, root, id)
-	}
-
-	// The symlink now names another directory: resolved afresh.
-	if err := os.Remove(root); err != nil {
-		t.Fatal(err)
-	}
-	symlink(t, "other", root)
-	want, err := filepath.EvalSymlinks(other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, gotID := resolve(t, last)
-	if got != want || gotID == id {
-		t.Errorf("symlink to another directory: %s %v, want %s (not %v)", got, gotID, want, id)
-	}
-	// Without an identity, or for a root that was not its own real path,
-	// always resolved.
-	for _, l := range []rootSeen{{real: root}, {real: want, id: gotID}} {
-		if got, _ := resolve(t, l); got != want {
-			t.Errorf("last %+v: %s, want %s", l, got, want)
 		}
 	}
 }

@@ -6,13 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/hotreload/hotreload/internal/kubelet"
 )
@@ -35,13 +32,15 @@ func TestUnreadableRotation(t *testing.T) {
 		}
 		return openRegular(name)
 	}}
-	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, func(w *Watcher) {
+	// The resync sees the rewrite in place at the end: the version
+	// directory is not watched, since the kubelet never writes into it.
+	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour, ResyncInterval: 20 * time.Millisecond}, func(w *Watcher) {
 		w.hasher = denied
 		w.settle = 10 * time.Millisecond
 	})
 	current := func() [32]byte {
 		t.Helper()
-		res, err := denied.hash(dir)
+		res, err := denied.hash(dir, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,8 +77,8 @@ func TestUnreadableRotation(t *testing.T) {
 	h.quiet(t)
 
 	// Rewritten in place (by someone other than the kubelet): the
-	// modification time tells. Reported after the settle bound, as an
-	// in-place change of a published version.
+	// modification time tells, at the next resync. Reported after the
+	// settle bound, as an in-place change of a published version.
 	version, err := os.Readlink(filepath.Join(dir, "..data"))
 	if err != nil {
 		t.Fatal(err)
@@ -105,11 +104,11 @@ func TestWatchLimit(t *testing.T) {
 	var full atomic.Bool
 	full.Store(true)
 	h := start(t, Options{Dirs: []string{a, b}, PollInterval: 20 * time.Millisecond}, func(w *Watcher) {
-		w.addWatch = func(fsw *fsnotify.Watcher, path string) error {
+		w.addWatch = func(in *inotify, path string) (int, error) {
 			if full.Load() && (strings.HasPrefix(path, a) || strings.HasPrefix(path, b)) {
-				return fmt.Errorf("add watch: %w", syscall.ENOSPC) // the marker keeps inotify
+				return 0, fmt.Errorf("add watch: %w", syscall.ENOSPC) // the marker keeps inotify
 			}
-			return fsw.Add(path)
+			return in.add(path)
 		}
 	})
 	for _, dir := range []string{a, b} {
@@ -120,10 +119,10 @@ func TestWatchLimit(t *testing.T) {
 	if n := strings.Count(logs, "fs.inotify.max_user_watches"); n != 1 {
 		t.Errorf("the sysctl named %d times, want once for both volumes:\n%s", n, logs)
 	}
-	// Each volume: its root, the version directory, conf.d and conf.d/tls;
-	// and the marker's root.
-	if !strings.Contains(logs, "needs 9 watches") {
-		t.Errorf("the limit line does not count 9 watches:\n%s", logs)
+	// Each volume: its root (the version directory and its subdirectories
+	// are not watched); and the marker's root.
+	if !strings.Contains(logs, "needs 3 watches") {
+		t.Errorf("the limit line does not count 3 watches:\n%s", logs)
 	}
 	if !h.w.ticking.Load() {
 		t.Error("the poll ticker is off while volumes are polled")
@@ -155,11 +154,11 @@ func TestInotifyInstancesExhausted(t *testing.T) {
 	var failures atomic.Int32
 	failures.Store(3)
 	h := start(t, Options{Dirs: []string{dir}, PollInterval: 20 * time.Millisecond}, func(w *Watcher) {
-		w.newWatch = func() (*fsnotify.Watcher, error) {
+		w.newInotify = func() (*inotify, error) {
 			if failures.Add(-1) >= 0 {
-				return nil, fmt.Errorf("couldn't initialize inotify: %w", syscall.EMFILE)
+				return nil, fmt.Errorf("inotify_init1: %w", syscall.EMFILE)
 			}
-			return fsnotify.NewWatcher()
+			return newInotify()
 		}
 	})
 	waitFor(t, "inotify back", func() bool { return strings.Contains(h.logs.String(), "inotify available again") })
@@ -200,56 +199,22 @@ func TestPollTickerIdle(t *testing.T) {
 	h.quiet(t)
 }
 
-// TestOldVersionUnwatched checks that the watch on the version directory
-// that ..data named is dropped as soon as the swap is seen, before the
-// kubelet deletes it: its deletion then costs no events.
+// TestOldVersionUnwatched checks that the kubelet's deletion of the old
+// version directory costs no events: no version directory is watched, the
+// kubelet never writes into a published one.
 func TestOldVersionUnwatched(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "config")
 	files := make(map[string]string)
-	for i := range 1000 {
-		files[fmt.Sprintf("key%04d", i)] = "v1"
+	for i := range 1000 { // in directories, which a hash walks
+		files[fmt.Sprintf("d%d/key%04d", i%10, i)] = "v1"
 	}
 	vol := kubelet.New(dir)
 	if _, err := vol.Write(payload(files)); err != nil {
 		t.Fatal(err)
 	}
-	// While blocked, no file can be hashed: the watch must be dropped on
-	// the event alone, not after a hash of the new version (which, for a
-	// large volume, ends long after the kubelet deleted the old one).
-	var blocked atomic.Bool
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(unblock)
-	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, func(w *Watcher) {
-		w.hasher.open = func(name string) (*os.File, error) {
-			if blocked.Load() {
-				<-release
-			}
-			return openRegular(name)
-		}
-	})
-	old, err := os.Readlink(filepath.Join(dir, "..data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldDir := filepath.Join(dir, old)
-	watched := func() bool {
-		h.w.mu.Lock()
-		defer h.w.mu.Unlock()
-		_, ok := h.w.index[oldDir]
-		return ok
-	}
-	if !watched() {
-		t.Fatalf("the version directory %s is not watched", oldDir)
-	}
-	vol.AfterSwap = func() {
-		waitFor(t, "old version unwatched", func() bool { return !watched() })
-		unblock()
-	}
-	blocked.Store(true)
+	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour}, nil)
 	events := h.metric("events")
-	files["key0000"] = "v2"
+	files["d0/key0000"] = "v2"
 	if _, err := vol.Write(payload(files)); err != nil {
 		t.Fatal(err)
 	}
@@ -262,20 +227,19 @@ func TestOldVersionUnwatched(t *testing.T) {
 	}
 }
 
-// TestPlainTreeWatchLimit runs out of inotify watches for a new
-// subdirectory of a plain directory updated from events: the volume is
-// polled and walked, its changes are still seen, and once watches are
-// available again it goes back to inotify and to updates from events.
-func TestPlainTreeWatchLimit(t *testing.T) {
+// TestNewDirWatchLimit runs out of inotify watches for a new subdirectory
+// of a plain directory: the volume is polled, its changes are still seen,
+// and once watches are available again it goes back to inotify.
+func TestNewDirWatchLimit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "plain")
 	writeTree(t, dir, baseFiles)
 	var full atomic.Bool
 	h := start(t, Options{Dirs: []string{dir}, PollInterval: 20 * time.Millisecond}, func(w *Watcher) {
-		w.addWatch = func(fsw *fsnotify.Watcher, path string) error {
+		w.addWatch = func(in *inotify, path string) (int, error) {
 			if full.Load() && strings.HasPrefix(path, dir) {
-				return fmt.Errorf("add watch: %w", syscall.ENOSPC)
+				return 0, fmt.Errorf("add watch: %w", syscall.ENOSPC)
 			}
-			return fsw.Add(path)
+			return in.add(path)
 		}
 	})
 	full.Store(true)
@@ -290,11 +254,10 @@ func TestPlainTreeWatchLimit(t *testing.T) {
 	})
 	waitFor(t, "poll ticker stopped", func() bool { return !h.w.ticking.Load() })
 	h.quiet(t)
-	updates, walks := h.w.treeUpdates.Load(), h.metric("hashes")
+	events := h.metric("events")
 	writeTree(t, dir, map[string]string{"new/a.conf": "3"})
 	h.eventually(t, dir, mustHash(t, dir))
-	if h.w.treeUpdates.Load() == updates || h.metric("hashes") != walks {
-		t.Errorf("after inotify came back: %d updates and %v walks for an edit, want updates alone",
-			h.w.treeUpdates.Load()-updates, h.metric("hashes")-walks)
+	if h.metric("events") == events {
+		t.Error("no inotify event counted for an edit seen without polling")
 	}
 }

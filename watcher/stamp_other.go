@@ -3,16 +3,12 @@
 package watcher
 
 import (
-	"hash"
+	"errors"
 	"os"
 )
 
-// stampOf gives nothing here (the stat layout differs by system): no
-// digest is remembered, and every hash reads every file.
+// stampOf gives nothing here (the stat layout differs by system): no digest
+// is remembered, every walk reads every file, and the resync walks.
 func stampOf(os.FileInfo) fileStamp { return fileStamp{} }
 
-// readRaw is not available here: ok is false, and files are read through
-// *os.File.
-func readRaw(hash.Hash, string, []byte) (int64, fileStamp, bool, error) {
-	return 0, fileStamp{}, false, nil
-}
+func statStamp(string) (fileStamp, error) { return fileStamp{}, errors.ErrUnsupported }

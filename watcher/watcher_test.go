@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -73,7 +72,7 @@ func start(t testing.TB, opts Options, setup func(w *Watcher)) *harness {
 		setup(w)
 	}
 	h.w = w
-	if w.Ready() {
+	if w.Ready() == nil {
 		t.Error("Ready before Run")
 	}
 
@@ -91,7 +90,7 @@ func start(t testing.TB, opts Options, setup func(w *Watcher)) *harness {
 			t.Error("Run did not return within 5s of cancel")
 		}
 	})
-	waitFor(t, "Ready", w.Ready)
+	waitFor(t, "Ready", func() bool { return w.Ready() == nil })
 	return h
 }
 
@@ -401,87 +400,6 @@ func TestHashesPerUpdate(t *testing.T) {
 	waitFor(t, "the volume idle", h.w.idle)
 	if got, most := h.metric("hashes"), float64(2+2*updates); got > most {
 		t.Errorf("hotreload_volume_hashes_total = %v after %d updates, want at most %v", got, updates, most)
-	}
-}
-
-// TestLateMarks checks which marks, made while a kubelet volume was hashed,
-// make the hash stale (another follows, and this one is not reported). The
-// reader often gets to the events of an update (the new version's
-// directory, its chmod, ..data) only after the first of them has started
-// the volume's goroutine: a kick for a mark the hash already took, or the
-// swap of ..data to the version the hash read, must not. They did, and a
-// quarter of the updates were hashed twice in a row, with the reload
-// waiting for both.
-func TestLateMarks(t *testing.T) {
-	dir := t.TempDir()
-	const read, next = "..2026_11_23_08_00_00.1", "..2026_11_23_08_01_00.2"
-	if err := os.Symlink(read, filepath.Join(dir, "..data")); err != nil {
-		t.Fatal(err)
-	}
-	w, err := New(log.NewNopLogger(), prometheus.NewRegistry(), Options{Dirs: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.newVolumes() // running, as Run makes them: no goroutine takes the kicks
-	v := w.vols[0]
-	w.mu.Lock()
-	w.hold(dir, idOf(dir, mustStat(t, dir)), v.idx)
-	w.mu.Unlock()
-	swapTo := func(target string) func() {
-		return func() {
-			if err := os.Remove(filepath.Join(dir, "..data")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(target, filepath.Join(dir, "..data")); err != nil {
-				t.Fatal(err)
-			}
-			w.markSwap(filepath.Join(dir, "..data"), target)
-		}
-	}
-	for i, tc := range []struct {
-		name  string
-		mark  func() // after the hash took the marks
-		stale bool
-	}{
-		{"nothing", func() {}, false},
-		{"the kick of a mark noted before the hash took it", func() { w.kick(v) }, false},
-		{"the swap of ..data to the version read", swapTo(read), false},
-		{"the swap of ..data to another version", swapTo(next), true},
-		{"an event at a path", func() { w.markAt(v, filepath.Join(dir, "a.conf")) }, true},
-		{"a mark without a path (resync, settle timer)", func() { w.mark(v) }, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			swapTo(read)()
-			v.takeDirty()
-			for len(v.kick) > 0 {
-				<-v.kick
-			}
-			v.pending.Store(0)
-			v.seen.Store(nil) // no hash under way: every swap marks
-			tc.mark()
-			sum := [32]byte{byte(i + 1)}
-			w.judge(context.Background(), v, hashResult{sum: sum, version: read}, false)
-			v.stopSettle()
-			select {
-			case c := <-w.Changes():
-				if tc.stale {
-					t.Errorf("reported %x; want it stale", c.Hash[:1])
-				}
-				if len(v.kick) != 0 || v.pending.Load() != 0 {
-					t.Errorf("reported, with %d kicks and %d marks left; want the late kick dropped", len(v.kick), v.pending.Load())
-				}
-			default:
-				if !tc.stale {
-					t.Error("not reported; want it reported")
-				}
-				if len(v.kick) != 1 {
-					t.Errorf("stale with %d kicks pending; want the next hash to follow", len(v.kick))
-				}
-				if _, all := v.takeDirty(); !all && tc.name != "an event at a path" {
-					t.Error("stale, and the next hash need not walk the volume")
-				}
-			}
-		})
 	}
 }
 
@@ -819,11 +737,13 @@ func TestRecreatedVolume(t *testing.T) {
 // inotify reports nothing for them: changes there are missed events.
 func noWatch(dir string) func(w *Watcher) {
 	return func(w *Watcher) {
-		w.addWatch = func(fsw *fsnotify.Watcher, path string) error {
+		fake := -1
+		w.addWatch = func(in *inotify, path string) (int, error) {
 			if strings.HasPrefix(path, dir) {
-				return nil
+				fake-- // a descriptor inotify never gives (-1 is its overflow's)
+				return fake, nil
 			}
-			return fsw.Add(path)
+			return in.add(path)
 		}
 	}
 }
@@ -835,8 +755,8 @@ func TestOverflow(t *testing.T) {
 	if _, err := kubelet.New(dir).Write(payload(map[string]string{"v": "2"})); err != nil {
 		t.Fatal(err)
 	}
-	h.quiet(t) // missed, as designed
-	h.w.watchError(fsnotify.ErrEventOverflow)
+	h.quiet(t)                               // missed, as designed
+	h.w.event(event{wd: -1, overflow: true}) // as inotify reports it
 	h.expect(t, dir, mustHash(t, dir))
 	if got := h.metric("errors"); got != 1 {
 		t.Errorf("hotreload_watch_errors_total = %v, want 1", got)

@@ -96,8 +96,17 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		changes, viewStatus = views.Changes(), func() []web.View { return webViews(views.Views()) }
 	}
 	r := reloader.New(logger, reg, targets, opts)
-	// Ready: every volume hashed, and the content at start known.
-	ready := func() bool { return w.Ready() && r.Ready() }
+	// Ready: every volume hashed, none missing for long, and the content
+	// at start known.
+	ready := func() error {
+		if err := w.Ready(); err != nil {
+			return err
+		}
+		if !r.Ready() {
+			return errors.New("the content at start is not known yet")
+		}
+		return nil
+	}
 	srv, err := web.Listen(logger, cfg.ListenAddress, web.Handler(reg, cfg.TelemetryPath, ready, func() []web.Volume {
 		var vols []web.Volume
 		for _, d := range r.Content() {
@@ -115,7 +124,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		names[i] = t.Name()
 	}
 	level.Info(logger).Log("msg", "starting", "version", version.Version, "revision", version.Revision,
-		"volumes", strings.Join(cfg.VolumeDirs, ","), "targets", strings.Join(names, ","))
+		"volumes", strings.Join(cfg.VolumeDirs, ","), "optional_volumes", strings.Join(cfg.OptionalDirs, ","), "targets", strings.Join(names, ","))
 	if state == nil {
 		level.Info(logger).Log("msg", "no --state-file: a change made while hotreload is not running (a restart, a crash) cannot be detected; mount an emptyDir and set --state-file to a file in it")
 	}

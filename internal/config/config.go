@@ -27,6 +27,7 @@ type Config struct {
 	pid int // hotreload's pid, for Hint; 0 means os.Getpid()
 
 	VolumeDirs     []string
+	OptionalDirs   []string // --optional-volume-dir
 	Debounce       time.Duration
 	ResyncInterval time.Duration
 	PollInterval   time.Duration
@@ -84,6 +85,8 @@ func (c *Config) Register(app *kingpin.Application) {
 	// Watching.
 	flag("volume-dir", "Directory to watch (a mounted ConfigMap or Secret volume, or any directory). Repeatable.").
 		PlaceHolder("DIR").StringsVar(&c.VolumeDirs)
+	flag("optional-volume-dir", "Directory to watch that may be absent: unlike a --volume-dir, it is not reported (log, hotreload_volume_missing, /-/ready) when it has not appeared within 30s. Repeatable.").
+		PlaceHolder("DIR").StringsVar(&c.OptionalDirs)
 	duration("debounce", "Wait this long after the last change before reloading, so a burst reloads once; 0 reloads on the first change. A change never waits longer than 10 times this.", "100ms", &c.Debounce)
 	duration("resync-interval", "Re-hash every volume this often to catch missed events, and retry targets whose reload failed; 0 turns it off.", "2m", &c.ResyncInterval)
 	duration("poll-interval", "Poll period when inotify cannot be used, and while waiting for a volume that does not exist yet.", "5s", &c.PollInterval)
@@ -183,12 +186,17 @@ func Parse(args []string, version string, out io.Writer, terminate func(int)) (*
 }
 
 func (c *Config) check() error {
-	if len(c.VolumeDirs) == 0 && len(c.Fleet.Views) == 0 {
+	if len(c.VolumeDirs)+len(c.OptionalDirs) == 0 && len(c.Fleet.Views) == 0 {
 		return errors.New("--volume-dir is required: give the directory to watch (or a --view)")
 	}
 	for _, d := range c.VolumeDirs {
 		if strings.TrimSpace(d) == "" {
 			return errors.New(`--volume-dir "": must not be empty`)
+		}
+	}
+	for _, d := range c.OptionalDirs {
+		if strings.TrimSpace(d) == "" {
+			return errors.New(`--optional-volume-dir "": must not be empty`)
 		}
 	}
 	if _, port, err := net.SplitHostPort(c.ListenAddress); err != nil {

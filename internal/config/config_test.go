@@ -265,6 +265,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"unknown flag", []string{vol, url, "--frobnicate"}, "unknown long flag '--frobnicate'"},
 		{"no volume", []string{url}, "--volume-dir is required"},
 		{"empty volume", []string{"--volume-dir=", url}, `--volume-dir "": must not be empty`},
+		{"empty optional volume", []string{vol, "--optional-volume-dir=", url}, `--optional-volume-dir "": must not be empty`},
 		{"no target", []string{vol}, "no target: give --webhook-url or --signal"},
 		{"url does not parse", []string{vol, "--webhook-url=::bad"}, "--webhook-url"},
 		{"url scheme", []string{vol, "--webhook-url=ftp://host/x"}, "--webhook-url"},
@@ -339,7 +340,7 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 	for _, m := range []string{
 		"hotreload_reloads_total", "hotreload_reload_duration_seconds", "hotreload_last_reload_successful",
 		"hotreload_last_reload_success_timestamp_seconds", "hotreload_changes_total", "hotreload_watch_events_total",
-		"hotreload_watch_errors_total", "hotreload_watched_dirs", "hotreload_build_info",
+		"hotreload_watch_errors_total", "hotreload_watched_dirs", "hotreload_volume_missing", "hotreload_build_info",
 		"hotreload_view_revision_info", "hotreload_view_rollbacks_total",
 	} {
 		if !bytes.Contains(readme, []byte("| `"+m)) {

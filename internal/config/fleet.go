@@ -122,6 +122,9 @@ func (c *Config) watchDirs() ([]string, map[string]string) {
 	for _, d := range c.VolumeDirs {
 		flags[d] = "--volume-dir " + d
 	}
+	for _, d := range c.OptionalDirs {
+		flags[d] = "--optional-volume-dir " + d
+	}
 	add := func(d, flag string) {
 		if _, ok := flags[d]; !ok {
 			dirs = append(dirs, d)

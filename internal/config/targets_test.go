@@ -111,6 +111,14 @@ func TestNewWatcherNamesTheFlag(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("NewWatcher: %v\nwant %s", err, want)
 	}
+
+	cfg, err = Parse([]string{"--volume-dir=" + t.TempDir(), "--optional-volume-dir=" + file, "--webhook-url=http://127.0.0.1:1/"}, "test", io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = NewWatcher(nil, nil, cfg); err == nil || !strings.HasPrefix(err.Error(), "--optional-volume-dir "+file+": is a file") {
+		t.Fatalf("NewWatcher: %v, want an error naming --optional-volume-dir", err)
+	}
 }
 
 // TestHeaderValueNeverShown: a --webhook-header that does not parse is

@@ -16,6 +16,7 @@ func NewWatcher(logger log.Logger, reg prometheus.Registerer, c *Config) (*watch
 	dirs, flags := c.watchDirs()
 	w, err := watcher.New(logger, reg, watcher.Options{
 		Dirs:           dirs,
+		OptionalDirs:   c.OptionalDirs,
 		ResyncInterval: c.ResyncInterval,
 		PollInterval:   c.PollInterval,
 		Poll:           c.Poll,

@@ -83,7 +83,7 @@ func TestServeConfigFile(t *testing.T) {
 		t.Fatalf("CheckConfigFile: %v", err)
 	}
 
-	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil, nil))
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestTLSHandshakeErrorsLogged(t *testing.T) {
 
 	var buf binary.Buffer
 	logger := log.NewLogfmtLogger(&buf)
-	s, err := Listen(logger, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil, nil))
+	s, err := Listen(logger, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

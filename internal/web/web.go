@@ -45,13 +45,13 @@ type View struct {
 }
 
 // Handler serves the metrics of reg at telemetryPath, GET /-/healthy (200
-// while the process runs), GET /-/ready (200 once ready returns true,
-// 503 before) and GET /-/content (what content and views return, as JSON:
-// {"volumes":[{"dir":...,"hash":...,"delivered_at":...}],"views":[...]}).
-// content may be nil: then no volume is listed; views may be nil: then
-// "views" is left out.
-func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, content func() []Volume, views func() []View) http.Handler {
-	mux := Mux("hotreload", "a volume is not watched yet", reg, telemetryPath, ready)
+// while the process runs), GET /-/ready (200 while ready returns nil, 503
+// with its error otherwise) and GET /-/content (what content and views
+// return, as JSON: {"volumes":[{"dir":...,"hash":...,"delivered_at":...}],
+// "views":[...]}). content may be nil: then no volume is listed; views may
+// be nil: then "views" is left out.
+func Handler(reg *prometheus.Registry, telemetryPath string, ready func() error, content func() []Volume, views func() []View) http.Handler {
+	mux := newMux("hotreload", reg, telemetryPath, ready)
 	mux.HandleFunc("GET /-/content", func(w http.ResponseWriter, r *http.Request) {
 		vols := []Volume{}
 		if content != nil {
@@ -81,6 +81,16 @@ func Handler(reg *prometheus.Registry, telemetryPath string, ready func() bool, 
 // /-/ready (200 once ready returns true; 503 before, saying notReady). name
 // is the command's, in the answers.
 func Mux(name, notReady string, reg *prometheus.Registry, telemetryPath string, ready func() bool) *http.ServeMux {
+	return newMux(name, reg, telemetryPath, func() error {
+		if !ready() {
+			return errors.New(notReady)
+		}
+		return nil
+	})
+}
+
+// newMux is Mux with a ready that says why it is not.
+func newMux(name string, reg *prometheus.Registry, telemetryPath string, ready func() error) *http.ServeMux {
 	mux := http.NewServeMux()
 	// Uncompressed: a gzip writer (compress/flate) holds about 0.8 MiB,
 	// for an answer of a few KiB, and promhttp's pool of them empties at
@@ -92,8 +102,8 @@ func Mux(name, notReady string, reg *prometheus.Registry, telemetryPath string, 
 		fmt.Fprintln(w, name+" is healthy.")
 	})
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, r *http.Request) {
-		if !ready() {
-			http.Error(w, name+" is not ready: "+notReady+".", http.StatusServiceUnavailable)
+		if err := ready(); err != nil {
+			http.Error(w, name+" is not ready: "+err.Error()+".", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, name+" is ready.")

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,7 +32,12 @@ func TestHandler(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "hotreload_test_total", Help: "t"}).Add(3)
 	var ready atomic.Bool
-	h := Handler(reg, "/custom-metrics", ready.Load, nil, nil)
+	h := Handler(reg, "/custom-metrics", func() error {
+		if !ready.Load() {
+			return errors.New("volume /etc/confg missing for 30s")
+		}
+		return nil
+	}, nil, nil)
 
 	tests := []struct {
 		name, path string
@@ -40,7 +46,7 @@ func TestHandler(t *testing.T) {
 		wantBody   string
 	}{
 		{"healthy while running", "/-/healthy", false, 200, "healthy"},
-		{"not ready before the volumes are watched", "/-/ready", false, 503, "not ready"},
+		{"not ready, saying why", "/-/ready", false, 503, "hotreload is not ready: volume /etc/confg missing for 30s."},
 		{"ready once they are", "/-/ready", true, 200, "is ready"},
 		{"metrics at the telemetry path", "/custom-metrics", false, 200, "hotreload_test_total 3"},
 		{"no metrics elsewhere", "/metrics", false, 404, ""},
@@ -64,7 +70,7 @@ func TestHandler(t *testing.T) {
 func TestMetricsUncompressed(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "hotreload_test_total", Help: "t"}).Add(3)
-	h := Handler(reg, "/metrics", func() bool { return true }, nil, nil)
+	h := Handler(reg, "/metrics", func() error { return nil }, nil, nil)
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.2,*/*;q=0.1")
 	req.Header.Set("Accept-Encoding", "gzip")
@@ -82,7 +88,7 @@ func TestServer(t *testing.T) {
 	if _, err := Listen(nil, "127.0.0.1:bad", http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "--web.listen-address 127.0.0.1:bad") {
 		t.Errorf("Listen on a bad address: err = %v, want one naming --web.listen-address", err)
 	}
-	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil, nil))
+	s, err := Listen(nil, "127.0.0.1:0", Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +116,7 @@ func TestServer(t *testing.T) {
 func TestContent(t *testing.T) {
 	at := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 	var vols []Volume
-	h := Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, func() []Volume { return vols }, nil)
+	h := Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, func() []Volume { return vols }, nil)
 	for _, tt := range []struct {
 		name string
 		vols []Volume
@@ -151,7 +157,7 @@ func TestContentViews(t *testing.T) {
 		{Ref: "configmap/b", Dir: "/etc/b", Want: "", Running: "3f2a9c01b7de", Result: "rejected", Error: "POST http://127.0.0.1:9090/-/reload: status 500", Rejected: "0a1b2c3d4e5f", At: at},
 		{Ref: "configmap/env", Want: "7", Running: "6", Result: "waiting", Reason: "the source volume does not hold candidate revision 7 yet", At: at},
 	}
-	h := Handler(prometheus.NewRegistry(), "/metrics", func() bool { return true }, nil, func() []View { return views })
+	h := Handler(prometheus.NewRegistry(), "/metrics", func() error { return nil }, nil, func() []View { return views })
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/-/content", nil))
 	want := `{"volumes":[],"views":[
