@@ -75,8 +75,10 @@ func rules(rs []rbacv1.PolicyRule) []string {
 
 // The controller's rules where it watches, and those of its Lease.
 var (
-	watchRules     = []string{"[] [configmaps secrets] [] [list watch]", "[] [pods] [] [list watch patch]"}
-	configMapRules = []string{"[] [configmaps] [] [list watch]", "[] [pods] [] [list watch patch]"}
+	rolloutRules = []string{"[] [configmaps] [] [get create update delete]", "[hotreload.dev] [configrollouts] [] [list watch patch]",
+		"[hotreload.dev] [configrollouts/status] [] [update]", "[] [events] [] [create patch]"}
+	watchRules     = append([]string{"[] [configmaps secrets] [] [list watch]", "[] [pods] [] [list watch patch]"}, rolloutRules...)
+	configMapRules = append([]string{"[] [configmaps] [] [list watch]", "[] [pods] [] [list watch patch]"}, rolloutRules...)
 	leaseRules     = []string{"[coordination.k8s.io] [leases] [] [create]", "[coordination.k8s.io] [leases] [hotreload-controller] [get update]"}
 )
 
@@ -450,8 +452,10 @@ func TestEverything(t *testing.T) {
 	} else if in := np.Spec.Ingress[1]; len(in.Ports) != 1 || in.Ports[0].Port.String() != "webhook" || len(in.From) != 0 {
 		t.Errorf("ingress %+v, want the webhook port from anywhere (the API server)", in)
 	}
-	if len(np.Spec.Egress) != 1 || len(np.Spec.Egress[0].To) != 1 || np.Spec.Egress[0].To[0].IPBlock == nil || np.Spec.Egress[0].To[0].IPBlock.CIDR != "10.0.0.1/32" {
-		t.Errorf("egress %+v, want the API server's address only", np.Spec.Egress)
+	if len(np.Spec.Egress) != 2 || len(np.Spec.Egress[0].To) != 1 || np.Spec.Egress[0].To[0].IPBlock == nil || np.Spec.Egress[0].To[0].IPBlock.CIDR != "10.0.0.1/32" {
+		t.Errorf("egress %+v, want the API server's address, and the sidecars' port", np.Spec.Egress)
+	} else if e := np.Spec.Egress[1]; len(e.Ports) != 1 || e.Ports[0].Port.IntValue() != 9533 {
+		t.Errorf("egress %+v, want the sidecars' metrics port (rollouts read their /-/content)", e)
 	}
 	pdb := manifest.Find[*policyv1.PodDisruptionBudget](t, objs, name)
 	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 2 || pdb.Spec.MaxUnavailable != nil {
@@ -648,13 +652,13 @@ func alertNames(rf ruleFile) []string {
 // The alerts that wait for metrics not exported yet are off by default;
 // each alert can be switched off on its own.
 func TestAlertSwitches(t *testing.T) {
-	all := []string{"HotreloadContentLeftBehind", "HotreloadControllerDown", "HotreloadControllerNotLeading", "HotreloadNudgesFailing", "HotreloadReloadFailing"}
+	all := []string{"HotreloadContentLeftBehind", "HotreloadControllerDown", "HotreloadControllerNotLeading", "HotreloadNudgesFailing", "HotreloadReloadFailing", "HotreloadRolloutAborted"}
 	if got := alertNames(prometheusRules(t, render(t, "--set", "prometheusRule.enabled=true"))); !slices.Equal(got, all) {
-		t.Errorf("default alerts %q, want %q (rolloutAborted off, injectionMissed without the injector)", got, all)
+		t.Errorf("default alerts %q, want %q (injectionMissed without the injector)", got, all)
 	}
 	off := "prometheusRule.enabled=true,prometheusRule.alerts.reloadFailing.enabled=false,prometheusRule.alerts.contentLeftBehind.enabled=false"
 	rf := prometheusRules(t, render(t, "--set", off))
-	if got := alertNames(rf); !slices.Equal(got, []string{"HotreloadControllerDown", "HotreloadControllerNotLeading", "HotreloadNudgesFailing"}) {
+	if got := alertNames(rf); !slices.Equal(got, []string{"HotreloadControllerDown", "HotreloadControllerNotLeading", "HotreloadNudgesFailing", "HotreloadRolloutAborted"}) {
 		t.Errorf("with the sidecar alerts off: %q", got)
 	}
 	if len(rf.Groups) != 1 {

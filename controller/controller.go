@@ -66,14 +66,32 @@ type Options struct {
 	// LeaderElection, when set, makes only the holder of a Lease patch pods.
 	// Nil: this replica always leads.
 	LeaderElection *LeaderElection
-	// WhileLeading are run while this replica leads, each in a goroutine
-	// of its own whose context ends when it stops leading: work that one
-	// replica must do, such as the injector's certificates.
-	WhileLeading []func(ctx context.Context)
+
+	// Parts are loops that share the controller's caches and its Lease,
+	// such as the rollouts (package rollout).
+	Parts []Part
 
 	// Now is the clock of the lag metric, of coalescing and of the
 	// warnings' rate; default time.Now.
 	Now func() time.Time
+}
+
+// A Part is a loop that shares the controller's informers and its Lease.
+// New calls Attach with the informers of each namespace it watches, before
+// they start (add indexes and handlers there); Run runs the part's own
+// informers beside them and is ready when all have synced; Lead runs while
+// this replica leads, and must return when ctx is done.
+type Part interface {
+	Attach(Scope) error
+	Informers() []cache.SharedIndexInformer
+	Lead(ctx context.Context)
+}
+
+// Scope is the shared informers of one namespace, or of all ("").
+// Secrets is nil when the controller does not watch Secrets.
+type Scope struct {
+	Namespace                 string
+	Pods, ConfigMaps, Secrets cache.SharedIndexInformer
 }
 
 // LeaderElection names the Lease the replicas compete for.
@@ -217,6 +235,11 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Controlle
 			}
 		}
 		c.scopes[ns] = s
+		for _, p := range opts.Parts {
+			if err := p.Attach(Scope{Namespace: ns, Pods: s.pods, ConfigMaps: s.configMaps, Secrets: s.secrets}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return c, nil
 }
@@ -248,6 +271,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	var synced []cache.InformerSynced
 	for _, s := range c.scopes {
 		for _, inf := range s.informers() {
+			wg.Go(func() { inf.RunWithContext(ctx) })
+			synced = append(synced, inf.HasSynced)
+		}
+	}
+	for _, p := range c.opts.Parts {
+		for _, inf := range p.Informers() {
 			wg.Go(func() { inf.RunWithContext(ctx) })
 			synced = append(synced, inf.HasSynced)
 		}
@@ -348,8 +377,8 @@ func (c *Controller) lead(ctx context.Context) {
 	level.Info(c.logger).Log("msg", "leading", "behind", n)
 
 	var wg sync.WaitGroup
-	for _, f := range c.opts.WhileLeading {
-		wg.Go(func() { f(ctx) })
+	for _, p := range c.opts.Parts {
+		wg.Go(func() { p.Lead(ctx) })
 	}
 	for range c.opts.Workers {
 		wg.Go(func() {

@@ -37,6 +37,11 @@ type marks map[types.UID]*podMarks
 // newer reports whether resourceVersion a is after b. The empty b is before
 // everything. Versions that are not the API server's integers cannot be
 // ordered: then a differing a counts as newer, which costs at most a nudge.
+// Newer reports whether resourceVersion a is newer than b, compared as the
+// API server's storage makes them (numbers); "" is older than anything, and
+// a version that is not a number counts as newer whenever it differs.
+func Newer(a, b string) bool { return newer(a, b) }
+
 func newer(a, b string) bool {
 	if a == "" {
 		return false

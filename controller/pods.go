@@ -17,6 +17,19 @@ const (
 	// such as "configmap/app-config@81234" or "secret/tls@81240".
 	AnnotationNudged = "hotreload.dev/nudged"
 
+	// AnnotationRollout on a pod (its template) set to "true" opts it in
+	// to rollouts: its sidecar runs the revision that the controller names
+	// in [AnnotationRevisions] (see docs/design/fleet.md).
+	AnnotationRollout = "hotreload.dev/rollout"
+	// AnnotationRestart set to "true" puts a pod in restart mode: its
+	// sidecar restarts the app's container for a new revision, and the
+	// controller moves such pods to a new revision a few at a time.
+	AnnotationRestart = "hotreload.dev/restart"
+	// AnnotationRevisions is the annotation through which the controller
+	// names, for each source, the revision a pod runs: a JSON object such
+	// as {"configmap/app-config":"81234"}.
+	AnnotationRevisions = "hotreload.dev/revisions"
+
 	annotationPrefix = "hotreload.dev/"
 	mountsIndex      = "mounts"
 )
@@ -75,6 +88,10 @@ func TrimPod(obj any) (any, error) {
 		},
 		Status: corev1.PodStatus{Phase: p.Status.Phase},
 	}
+	rollout := RolloutOptedIn(p)
+	if rollout {
+		keepForRollouts(p, t)
+	}
 	for k, v := range p.Annotations {
 		if strings.HasPrefix(k, annotationPrefix) {
 			if t.Annotations == nil {
@@ -85,19 +102,39 @@ func TrimPod(obj any) (any, error) {
 	}
 	for _, v := range p.Spec.Volumes {
 		var s corev1.VolumeSource
+		// A rollout pod keeps whether a volume projects only some items:
+		// a rollout refuses such a pod.
+		var items []corev1.KeyToPath
+		if rollout {
+			items = []corev1.KeyToPath{{}}
+		}
 		switch {
 		case v.ConfigMap != nil:
 			s.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: v.ConfigMap.LocalObjectReference}
+			if len(v.ConfigMap.Items) > 0 {
+				s.ConfigMap.Items = items
+			}
 		case v.Secret != nil:
 			s.Secret = &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}
+			if len(v.Secret.Items) > 0 {
+				s.Secret.Items = items
+			}
 		case v.Projected != nil:
 			var ps []corev1.VolumeProjection
 			for _, src := range v.Projected.Sources {
 				switch {
 				case src.ConfigMap != nil:
-					ps = append(ps, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: src.ConfigMap.LocalObjectReference}})
+					c := &corev1.ConfigMapProjection{LocalObjectReference: src.ConfigMap.LocalObjectReference}
+					if len(src.ConfigMap.Items) > 0 {
+						c.Items = items
+					}
+					ps = append(ps, corev1.VolumeProjection{ConfigMap: c})
 				case src.Secret != nil:
-					ps = append(ps, corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: src.Secret.LocalObjectReference}})
+					c := &corev1.SecretProjection{LocalObjectReference: src.Secret.LocalObjectReference}
+					if len(src.Secret.Items) > 0 {
+						c.Items = items
+					}
+					ps = append(ps, corev1.VolumeProjection{Secret: c})
 				}
 			}
 			if ps == nil {
@@ -111,6 +148,81 @@ func TrimPod(obj any) (any, error) {
 	}
 	return t, nil
 }
+
+// RolloutOptedIn reports whether a pod takes part in rollouts or restarts
+// ([AnnotationRollout] or [AnnotationRestart] set to "true").
+func RolloutOptedIn(p *corev1.Pod) bool {
+	return p.Annotations[AnnotationRollout] == "true" || p.Annotations[AnnotationRestart] == "true"
+}
+
+// keepForRollouts copies into t what a rollout decides from: the pod's
+// owner, address, readiness and restarts, its restart policy and process
+// namespace, its containers' names, the sidecar's ports and the sources
+// of their env vars (names only, never a value).
+func keepForRollouts(p, t *corev1.Pod) {
+	t.OwnerReferences = p.OwnerReferences
+	t.Spec.RestartPolicy = p.Spec.RestartPolicy
+	t.Spec.ShareProcessNamespace = p.Spec.ShareProcessNamespace
+	t.Status.PodIP = p.Status.PodIP
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			t.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	trimStatuses := func(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+		out := make([]corev1.ContainerStatus, 0, len(in))
+		for _, cs := range in {
+			c := corev1.ContainerStatus{Name: cs.Name, Ready: cs.Ready, RestartCount: cs.RestartCount}
+			if cs.State.Running != nil {
+				c.State.Running = &corev1.ContainerStateRunning{StartedAt: cs.State.Running.StartedAt}
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	t.Status.ContainerStatuses = trimStatuses(p.Status.ContainerStatuses)
+	t.Status.InitContainerStatuses = trimStatuses(p.Status.InitContainerStatuses)
+	trimContainers := func(in []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, 0, len(in))
+		for _, c := range in {
+			tc := corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy}
+			if c.Name == SidecarContainer {
+				for _, port := range c.Ports {
+					tc.Ports = append(tc.Ports, corev1.ContainerPort{Name: port.Name, ContainerPort: port.ContainerPort})
+				}
+			}
+			for _, e := range c.EnvFrom {
+				switch {
+				case e.ConfigMapRef != nil:
+					tc.EnvFrom = append(tc.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: e.ConfigMapRef.LocalObjectReference}})
+				case e.SecretRef != nil:
+					tc.EnvFrom = append(tc.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: e.SecretRef.LocalObjectReference}})
+				}
+			}
+			for _, e := range c.Env {
+				switch f := e.ValueFrom; {
+				case f == nil:
+				case f.ConfigMapKeyRef != nil:
+					tc.Env = append(tc.Env, corev1.EnvVar{ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: f.ConfigMapKeyRef.LocalObjectReference}}})
+				case f.SecretKeyRef != nil:
+					tc.Env = append(tc.Env, corev1.EnvVar{ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: f.SecretKeyRef.LocalObjectReference}}})
+				}
+			}
+			out = append(out, tc)
+		}
+		return out
+	}
+	t.Spec.Containers = trimContainers(p.Spec.Containers)
+	t.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
+}
+
+// SidecarContainer is the name of hotreload's container in a pod, as the
+// examples and the injector name it; a rollout reads its report from the
+// port of that container named [SidecarPort].
+const (
+	SidecarContainer = "hotreload"
+	SidecarPort      = "metrics"
+)
 
 // TrimObject is the transform of the ConfigMap and Secret metadata
 // informers: it keeps name, namespace, uid and resourceVersion, and drops

@@ -37,7 +37,9 @@ var generated = []struct {
 	file string
 	args []string
 }{
-	{"base/hotreload.yaml", nil},
+	// --include-crds: helm install installs the chart's crds/ (the
+	// ConfigRollout CRD); the base must too.
+	{"base/hotreload.yaml", []string{"--include-crds"}},
 	{"components/monitoring/monitoring.yaml", []string{"--set", monitor,
 		"-s", "templates/servicemonitor.yaml", "-s", "templates/podmonitor.yaml",
 		"-s", "templates/prometheusrule.yaml", "-s", "templates/dashboard.yaml"}},
@@ -93,7 +95,7 @@ func TestKustomizations(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kubectl kustomize %s: %v", tc.dir, err)
 			}
-			h, err := manifest.DecodeAll(manifest.Template(t, chart, release, namespace, tc.args...))
+			h, err := manifest.DecodeAll(manifest.Template(t, chart, release, namespace, append([]string{"--include-crds"}, tc.args...)...))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -602,7 +602,26 @@ func hotreloadProblems(p pod, s sidecar) []string {
 	} else if cfg != nil {
 		bad("no --state-file: a change made while hotreload restarts would never reach the app")
 	}
+	// A --view's dir is the app's directory, which hotreload writes: an
+	// emptyDir mounted writable.
+	viewDirs := map[string]bool{}
+	if cfg != nil {
+		for _, v := range cfg.Fleet.Views {
+			if v.Dir != "" {
+				viewDirs[v.Dir] = true
+			}
+		}
+	}
 	for _, m := range c.VolumeMounts {
+		if viewDirs[m.MountPath] {
+			if v, found := volumeByName(p.spec, m.Name); found && v.EmptyDir == nil {
+				bad("--view dir %s: volume %s is not an emptyDir", m.MountPath, m.Name)
+			}
+			if m.ReadOnly {
+				bad("--view dir %s: mounted readOnly, hotreload cannot write it", m.MountPath)
+			}
+			continue
+		}
 		if !m.ReadOnly && m.MountPath != stateDir {
 			bad("volume mount %s at %s is not readOnly", m.Name, m.MountPath)
 		}

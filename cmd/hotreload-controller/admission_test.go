@@ -154,6 +154,7 @@ func TestAdmissionPolicyIntent(t *testing.T) {
 	}{
 		{"nothing", func(*corev1.Pod) {}, ""},
 		{"its nudge annotation", func(p *corev1.Pod) { p.Annotations[controller.AnnotationNudged] = "configmap/web@8" }, ""},
+		{"its revisions annotation (rollouts)", func(p *corev1.Pod) { p.Annotations[controller.AnnotationRevisions] = `{"configmap/web":"9"}` }, ""},
 		{"a new hotreload.dev/ annotation", func(p *corev1.Pod) { p.Annotations["hotreload.dev/revisions"] = `{"configmap/web":"8"}` }, ""},
 		{"a hotreload.dev/ annotation removed", func(p *corev1.Pod) { delete(p.Annotations, controller.AnnotationNudged) }, ""},
 		{"the image", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example/evil:1" }, "spec"},
@@ -258,7 +259,9 @@ func parsedArgs(t *testing.T, objs []any) *config.Config {
 // TestControllerVariants renders the kustomize variants of the controller
 // and holds each to what its name promises.
 func TestControllerVariants(t *testing.T) {
-	workload := []string{"[] [configmaps secrets] [] [list watch]", "[] [pods] [] [list watch patch]"}
+	rollouts := []string{"[] [configmaps] [] [get create update delete]", "[hotreload.dev] [configrollouts] [] [list watch patch]",
+		"[hotreload.dev] [configrollouts/status] [] [update]", "[] [events] [] [create patch]"}
+	workload := append([]string{"[] [configmaps secrets] [] [list watch]", "[] [pods] [] [list watch patch]"}, rollouts...)
 
 	t.Run("controller", func(t *testing.T) {
 		objs := kustomize(t, "controller")
@@ -274,7 +277,7 @@ func TestControllerVariants(t *testing.T) {
 	t.Run("configmaps only", func(t *testing.T) {
 		objs := kustomize(t, "controller-configmaps-only")
 		only[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs)
-		want := []string{"[] [configmaps] [] [list watch]", "[] [pods] [] [list watch patch]"}
+		want := append([]string{"[] [configmaps] [] [list watch]", "[] [pods] [] [list watch patch]"}, rollouts...)
 		if got := rulesOf(only[*rbacv1.ClusterRole](t, objs).Rules); !slices.Equal(got, want) {
 			t.Errorf("ClusterRole %q, want %q", got, want)
 		}

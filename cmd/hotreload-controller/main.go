@@ -15,6 +15,7 @@ import (
 	ossignal "os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -23,6 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	promversion "github.com/prometheus/common/version"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -34,6 +38,7 @@ import (
 	"github.com/hotreload/hotreload/controller"
 	"github.com/hotreload/hotreload/controller/config"
 	"github.com/hotreload/hotreload/controller/injector"
+	"github.com/hotreload/hotreload/controller/rollout"
 	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/internal/version"
 	"github.com/hotreload/hotreload/internal/web"
@@ -56,6 +61,14 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, err)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	version.Register(reg)
+	restConfig.Wrap(controller.CountRequests(reg))
+
 	// One typed client per API group it calls, not kubernetes.Interface,
 	// which links the clients of every group; one HTTP client for all.
 	httpClient, err := rest.HTTPClientFor(restConfig)
@@ -74,13 +87,6 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	version.Register(reg)
 
 	opts := controller.Options{
 		Pods:           pods,
@@ -101,6 +107,13 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			RetryPeriod:   cfg.RetryPeriod,
 		}
 	}
+	if cfg.Rollouts {
+		part, err := rollouts(ctx, logger, reg, cfg, restConfig, httpClient, pods)
+		if err != nil {
+			return badInput(stderr, err)
+		}
+		opts.Parts = append(opts.Parts, part)
+	}
 	ready := func() bool { return true }
 	var inj *injector.Injector
 	if cfg.Injector.Enabled {
@@ -108,11 +121,11 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
 		}
-		inj, err = newInjector(logger, reg, cfg, pods, webhooks, meta)
+		inj, err = newInjector(logger, reg, cfg, pods, webhooks)
 		if err != nil {
 			return badInput(stderr, err)
 		}
-		opts.WhileLeading = append(opts.WhileLeading, inj.Lead)
+		opts.Parts = append(opts.Parts, inj)
 		ready = inj.Ready
 	}
 	c, err := controller.New(logger, reg, opts)
@@ -170,7 +183,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // newInjector builds the injector of the command line: its clients and
 // its certificates' names.
 func newInjector(logger log.Logger, reg prometheus.Registerer, cfg *config.Config, core *corev1client.CoreV1Client,
-	webhooks admissionregistrationv1client.MutatingWebhookConfigurationsGetter, meta metadata.Interface) (*injector.Injector, error) {
+	webhooks admissionregistrationv1client.MutatingWebhookConfigurationsGetter) (*injector.Injector, error) {
 	ic := cfg.Injector
 	return injector.New(logger, reg, injector.Options{
 		Sidecar:        injector.Sidecar{Image: ic.Image, ImagePullPolicy: corev1.PullPolicy(ic.ImagePullPolicy)},
@@ -190,7 +203,6 @@ func newInjector(logger log.Logger, reg prometheus.Registerer, cfg *config.Confi
 		},
 		Namespace:         ic.Namespace,
 		ExcludeNamespaces: ic.ExcludeNamespaces,
-		WatchNamespaces:   cfg.Namespaces,
 		ContentKey:        ic.ContentKey,
 		ContentKeySecret:  ic.ContentKeySecret,
 		Certs:             ic.Certs,
@@ -201,8 +213,41 @@ func newInjector(logger log.Logger, reg prometheus.Registerer, cfg *config.Confi
 		Secrets:           core,
 		Events:            core,
 		Webhooks:          webhooks,
-		Metadata:          meta,
 	})
+}
+
+// rollouts builds the rollout part. Without the ConfigRollout CRD (or
+// the right to list ConfigRollouts) it runs restart mode alone, and says so.
+func rollouts(ctx context.Context, logger log.Logger, reg prometheus.Registerer, cfg *config.Config, rc *rest.Config, httpClient *http.Client, core corev1client.CoreV1Interface) (*rollout.Controller, error) {
+	dyn, err := dynamic.NewForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	ns := ""
+	if len(cfg.Namespaces) > 0 {
+		ns = cfg.Namespaces[0]
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = rollout.NewClient(dyn).List(lctx, ns, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsNotFound(err):
+		level.Info(logger).Log("msg", "the ConfigRollout CRD is not installed: ConfigRollouts are off, restart mode runs; apply examples/controller/crd.yaml and restart the controller to use them")
+		dyn = nil
+	case apierrors.IsForbidden(err):
+		level.Warn(logger).Log("msg", "API call failed, ConfigRollouts are off (restart mode runs)", "call", "list configrollouts", "err", err,
+			"hint", "its RBAC does not allow this: grant it as examples/controller/controller.yaml does, and restart the controller")
+		dyn = nil
+	case err != nil:
+		// The informers say what fails; the ConfigRollout informer
+		// retries until the API server answers.
+		level.Debug(logger).Log("msg", "cannot tell whether the ConfigRollout CRD is installed; assuming it is", "err", err)
+	}
+	opts := rollout.Options{Core: core, Workers: cfg.RolloutWorkers, ScrapeTimeout: cfg.ScrapeTimeout, ContentURL: cfg.TestContentURL}
+	if dyn != nil {
+		opts.Dynamic = dyn
+	}
+	return rollout.New(logger, reg, opts)
 }
 
 // restConfig is the client configuration: the pod's service account, or

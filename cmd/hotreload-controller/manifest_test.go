@@ -39,6 +39,15 @@ var kinds = map[string]func() any{
 	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": func() any { return new(admissionregistrationv1.ValidatingAdmissionPolicyBinding) },
 	"admissionregistration.k8s.io/v1/MutatingWebhookConfiguration":     func() any { return new(admissionregistrationv1.MutatingWebhookConfiguration) },
 	"v1/Service": func() any { return new(corev1.Service) },
+	"apiextensions.k8s.io/v1/CustomResourceDefinition": func() any { return new(crdObject) },
+}
+
+// crdObject is a CustomResourceDefinition, whose spec the API server
+// checks (make e2e applies it) and controller/rollout's tests read.
+type crdObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              map[string]any `json:"spec"`
 }
 
 var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -130,7 +139,9 @@ func TestControllerManifest(t *testing.T) {
 		return out
 	}
 	cr := only[*rbacv1.ClusterRole](t, objs)
-	wantCluster := []string{"[] [configmaps secrets] [] [list watch]", "[] [pods] [] [list watch patch]"}
+	wantCluster := []string{"[] [configmaps secrets] [] [list watch]", "[] [pods] [] [list watch patch]",
+		"[] [configmaps] [] [get create update delete]", "[hotreload.dev] [configrollouts] [] [list watch patch]",
+		"[hotreload.dev] [configrollouts/status] [] [update]", "[] [events] [] [create patch]"}
 	if got := rules(cr.Rules); !slices.Equal(got, wantCluster) {
 		t.Errorf("ClusterRole rules %q, want %q", got, wantCluster)
 	}
@@ -212,6 +223,25 @@ func TestControllerManifest(t *testing.T) {
 	}
 	if !cfg.LeaderElect || cfg.Identity != d.Name+"-0" {
 		t.Errorf("leader election %v as %q", cfg.LeaderElect, cfg.Identity)
+	}
+}
+
+// TestSecretRolloutsManifest: Secret data is granted per namespace, by a
+// RoleBinding of a ClusterRole that nothing binds cluster-wide.
+func TestSecretRolloutsManifest(t *testing.T) {
+	objs := decodeManifests(t, "secret-rollouts.yaml")
+	cr := only[*rbacv1.ClusterRole](t, objs)
+	if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].Resources, []string{"secrets"}) || !slices.Equal(cr.Rules[0].Verbs, []string{"get", "create", "update", "delete"}) {
+		t.Errorf("rules %+v, want get, create, update and delete of secrets", cr.Rules)
+	}
+	rb := only[*rbacv1.RoleBinding](t, objs)
+	if rb.Namespace != "" || rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != cr.Name {
+		t.Errorf("binding %+v: want a RoleBinding of the ClusterRole %s that names no namespace (kubectl apply -n places it)", rb, cr.Name)
+	}
+	for _, o := range decodeManifests(t, "controller.yaml") {
+		if b, ok := o.(*rbacv1.ClusterRoleBinding); ok && b.RoleRef.Name == cr.Name {
+			t.Errorf("controller.yaml binds %s cluster-wide", cr.Name)
+		}
 	}
 }
 

@@ -39,6 +39,11 @@ type Config struct {
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration
 
+	Rollouts       bool
+	RolloutWorkers int
+	ScrapeTimeout  time.Duration
+	TestContentURL string
+
 	ListenAddress string
 	TelemetryPath string
 	LogLevel      string
@@ -83,6 +88,15 @@ func (c *Config) Register(app *kingpin.Application) {
 		Default("10s").DurationVar(&c.RenewDeadline)
 	flag("leader-elect.retry-period", "How often to try to take or renew the Lease.").
 		Default("2s").DurationVar(&c.RetryPeriod)
+
+	flag("rollouts", "Roll edits out as ConfigRollouts say, and stagger the restarts of pods in restart mode (hotreload.dev/restart); --no-rollouts only nudges. Without the ConfigRollout CRD installed, only restart mode runs.").
+		Default("true").BoolVar(&c.Rollouts)
+	flag("rollout.workers", "Sources whose rollouts are decided in parallel.").
+		Default("4").IntVar(&c.RolloutWorkers)
+	flag("rollout.scrape-timeout", "How long to wait for a sidecar's GET /-/content during a rollout; a pod that does not answer in time counts as not reported.").
+		Default("2s").DurationVar(&c.ScrapeTimeout)
+	flag("test.content-url", "For tests only: read every sidecar's report from this URL instead of the pod's address; {namespace} and {pod} are filled in.").
+		Hidden().PlaceHolder("URL").StringVar(&c.TestContentURL)
 
 	c.registerInjector(flag)
 
@@ -170,6 +184,15 @@ func (c *Config) check() error {
 	}
 	if c.Workers < 1 || c.Workers > 100 {
 		return fmt.Errorf("--workers %d: want 1 to 100", c.Workers)
+	}
+	if c.RolloutWorkers < 1 || c.RolloutWorkers > 100 {
+		return fmt.Errorf("--rollout.workers %d: want 1 to 100", c.RolloutWorkers)
+	}
+	if c.ScrapeTimeout < 100*time.Millisecond || c.ScrapeTimeout > time.Minute {
+		return fmt.Errorf("--rollout.scrape-timeout %s: want 100ms to 1m", c.ScrapeTimeout)
+	}
+	if u := c.TestContentURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("--test.content-url %q: want an http or https URL", u)
 	}
 	if c.LeaderElect {
 		if c.LeaseName == "" {

@@ -28,6 +28,7 @@ func TestDefaults(t *testing.T) {
 		QPS: 50, Burst: 100, Workers: 2, WatchSecrets: true, Coalesce: 300 * time.Millisecond,
 		LeaderElect: true, LeaseName: "hotreload-controller", LeaseNamespace: "hotreload-system", Identity: "hotreload-controller-7d9f-abc",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Rollouts: true, RolloutWorkers: 4, ScrapeTimeout: 2 * time.Second,
 		ListenAddress: ":9534", TelemetryPath: "/metrics", LogLevel: "info", LogFormat: "logfmt",
 		Injector: Injector{
 			ListenAddress: ":8443", NativeSidecars: "auto", ContentKey: "create", ContentKeySecret: "hotreload-content-key",
@@ -87,6 +88,9 @@ func TestBadCommandLines(t *testing.T) {
 		{"negative coalesce", []string{"--coalesce=-1s"}, false, "--coalesce -1s: want 0 to 10s"},
 		{"long coalesce", []string{"--coalesce", "1m"}, false, "--coalesce 1m0s: want 0 to 10s"},
 		{"too many workers", []string{"--workers", "1000"}, false, "--workers 1000: want 1 to 100"},
+		{"no rollout workers", []string{"--rollout.workers", "0"}, false, "--rollout.workers 0: want 1 to 100"},
+		{"scrape timeout too short", []string{"--rollout.scrape-timeout", "1ms"}, false, "--rollout.scrape-timeout 1ms: want 100ms to 1m"},
+		{"test content URL", []string{"--test.content-url", "stub:1"}, false, "--test.content-url \"stub:1\": want an http or https URL"},
 		{"empty lease name", []string{"--leader-elect.lease-name", ""}, false, "--leader-elect.lease-name"},
 		{"renew deadline too short", []string{"--leader-elect.renew-deadline", "2s"}, false, "--leader-elect.renew-deadline 2s: must be more than 1.2 times --leader-elect.retry-period 2s"},
 		{"lease shorter than renewal", []string{"--leader-elect.lease-duration", "5s"}, false, "--leader-elect.lease-duration 5s: must be more than --leader-elect.renew-deadline 10s"},

@@ -313,12 +313,10 @@ func TestServingCertKeepsTheLastGood(t *testing.T) {
 // bundle all along.
 func TestServesTheRotatedCertificate(t *testing.T) {
 	ti := newTestInjector(t, true, webhookConfig(nil))
-	ctx, cancel := context.WithCancel(context.Background())
+	ti.run(t, true)
+	ctx := context.Background()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer cancel()
-	wg.Go(func() { _ = ti.Run(ctx) })
-	wg.Go(func() { ti.Lead(ctx) })
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -19,14 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/watch"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/hotreload/hotreload/controller"
 )
 
 // Where the certificates come from, the values of --injector.certs.
@@ -62,9 +62,6 @@ type Options struct {
 	// never injects into, with kube-system and ExcludeNamespaces.
 	Namespace         string
 	ExcludeNamespaces []string
-	// WatchNamespaces are the namespaces whose pods are checked for missed
-	// injections; none checks every namespace.
-	WatchNamespaces []string
 	// MissedInterval is how often the leader reports missed injections;
 	// default 10s.
 	MissedInterval time.Duration
@@ -88,14 +85,15 @@ type Options struct {
 	Secrets  corev1client.SecretsGetter
 	Events   corev1client.EventsGetter // nil: no Events
 	Webhooks admissionregistrationv1client.MutatingWebhookConfigurationsGetter
-	Metadata metadata.Interface // the pods' metadata, for missed injections
 
 	// Now is the clock of certificates and rate limits; default time.Now.
 	Now func() time.Time
 }
 
 // Injector is the mutating admission webhook that adds the hotreload
-// sidecar, with its certificates and the check of missed injections.
+// sidecar, with its certificates and the check of missed injections. It is
+// a part of the controller (controller.Part): it reads the controller's
+// pod informers, and its leader's work runs under the controller's Lease.
 type Injector struct {
 	logger  log.Logger
 	opts    Options
@@ -108,7 +106,10 @@ type Injector struct {
 	wake    chan struct{}
 
 	broadcaster record.EventBroadcaster
+	informers   []cache.SharedIndexInformer
 }
+
+var _ controller.Part = (*Injector)(nil)
 
 // DNSNames are the names of the Service in namespace ns that the serving
 // certificate holds: those the API server may dial.
@@ -116,7 +117,9 @@ func DNSNames(service, ns string) []string {
 	return []string{service + "." + ns + ".svc", service + "." + ns + ".svc.cluster.local", service + "." + ns, service}
 }
 
-// New builds an Injector; Run starts it, and Lead while this replica leads.
+// New builds an Injector. Give it to the controller as a part
+// (controller.Options.Parts), which runs its informers and, while this
+// replica leads, Lead; Run runs the rest.
 func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Injector, error) {
 	if logger == nil {
 		logger = log.NewNopLogger()
@@ -142,8 +145,8 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Injector,
 		return nil, errors.New("injector: no sidecar image")
 	case opts.Namespace == "" || opts.CertSecret == "" || opts.Service == "":
 		return nil, errors.New("injector: Namespace, CertSecret and Service are required")
-	case opts.Secrets == nil || opts.Metadata == nil:
-		return nil, errors.New("injector: Secrets and Metadata are required")
+	case opts.Secrets == nil:
+		return nil, errors.New("injector: Secrets is required")
 	case opts.Certs == CertsSelf && (opts.Webhook == "" || opts.Webhooks == nil):
 		return nil, errors.New("injector: certificates of its own need the webhook configuration's name and Webhooks")
 	case opts.Certs != CertsSelf && opts.Certs != CertsExternal:
@@ -205,8 +208,27 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Injector,
 			warnings: warnings,
 		}
 	}
+	i.informers = append(i.informers, i.secretInformer())
+	if i.certs != nil {
+		i.informers = append(i.informers, i.webhookInformer())
+	}
 	return i, nil
 }
+
+// Attach watches the controller's pods of one scope for missed
+// injections: the controller's informer keeps their hotreload.dev/
+// annotations (controller.TrimPod).
+func (i *Injector) Attach(s controller.Scope) error {
+	if _, err := s.Pods.AddEventHandler(i.missed.handler()); err != nil {
+		return fmt.Errorf("injector: pod informer: %w", err)
+	}
+	return nil
+}
+
+// Informers are the injector's own: its certificate Secret and, with
+// certificates of its own, its webhook configuration. The controller runs
+// them and waits for them to sync.
+func (i *Injector) Informers() []cache.SharedIndexInformer { return i.informers }
 
 // Handler serves the admission reviews.
 func (i *Injector) Handler() http.Handler {
@@ -227,44 +249,16 @@ func (i *Injector) Ready() bool { return i.serving.ready() }
 // Native reports whether the injector adds native sidecars now.
 func (i *Injector) Native() bool { return i.native.Load() }
 
-// Run watches the certificate Secret (every replica serves its current
-// certificate), the webhook configuration, the API server's version and
-// the pods' metadata, until ctx is done.
+// Run records Events and follows the API server's version until ctx is
+// done; the controller runs the injector's informers.
 func (i *Injector) Run(ctx context.Context) error {
 	if i.broadcaster != nil {
 		i.broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: i.opts.Events.Events("")})
 		defer i.broadcaster.Shutdown()
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	var informers []cache.SharedIndexInformer
-	secret := i.secretInformer()
-	informers = append(informers, secret)
-	if i.certs != nil {
-		informers = append(informers, i.webhookInformer())
-	}
-	namespaces := i.opts.WatchNamespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
-	for _, ns := range namespaces {
-		inf := i.podInformer(ns)
-		if err := inf.SetTransform(TrimPodMetadata); err != nil {
-			return err
-		}
-		if _, err := inf.AddEventHandler(i.missed.handler()); err != nil {
-			return err
-		}
-		informers = append(informers, inf)
-	}
-	for _, inf := range informers {
-		wg.Go(func() { inf.RunWithContext(ctx) })
-	}
 	if i.opts.NativeSidecars == NativeAuto {
-		wg.Go(func() { i.watchVersion(ctx) })
+		i.watchVersion(ctx)
+		return nil
 	}
 	<-ctx.Done()
 	return nil
@@ -349,21 +343,6 @@ func (i *Injector) webhookInformer() cache.SharedIndexInformer {
 	poke := func(any) { i.poke() }
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, obj any) { i.poke() }, DeleteFunc: poke})
 	return inf
-}
-
-var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-
-func (i *Injector) podInformer(ns string) cache.SharedIndexInformer {
-	pods := i.opts.Metadata.Resource(podsGVR).Namespace(ns)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return pods.Watch(ctx, o)
-		},
-	}
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, i.opts.Metadata), &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
 }
 
 // watchVersion asks the API server for its version at start and every 10

@@ -23,7 +23,8 @@ import (
 // does not trust), and a pod whose annotations or spec did not suit was
 // admitted unchanged. Such a pod has an opt-in annotation and no
 // hotreload.dev/injected, which the injector sets on every pod it
-// admitted with the sidecar.
+// admitted with the sidecar. The pods come from the controller's
+// informers (Attach), which keep the hotreload.dev/ annotations.
 //
 // Every replica keeps the gauge of such pods; the leader reports each
 // once: an Event on the pod, hotreload_controller_injections_missed_total,
@@ -46,27 +47,6 @@ type missingPod struct {
 
 func newMissed(logger log.Logger, excluded []string, events record.EventRecorder, m *metrics) *missed {
 	return &missed{logger: logger, excluded: excluded, events: events, m: m, missing: map[types.UID]missingPod{}, reported: map[types.UID]bool{}}
-}
-
-// TrimPodMetadata is the transform of the pods' metadata informer: it keeps
-// name, namespace, uid and the hotreload.dev/ annotations.
-func TrimPodMetadata(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	t := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-	}}
-	for k, v := range m.Annotations {
-		if strings.HasPrefix(k, prefix) {
-			if t.Annotations == nil {
-				t.Annotations = map[string]string{}
-			}
-			t.Annotations[k] = v
-		}
-	}
-	return t, nil
 }
 
 // observe records a pod as it is now.

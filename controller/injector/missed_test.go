@@ -10,53 +10,62 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/hotreload/hotreload/controller"
 	"github.com/hotreload/hotreload/internal/poll"
 )
 
-func podMeta(ns, name string, annotations map[string]string) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Annotations: annotations},
-	}
+func podWith(ns, name string, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Annotations: annotations}}
 }
 
-// The pods that opted in and run without the sidecar are found through a
-// metadata watch, counted in the gauge by every replica (per namespace), and reported once
-// each by the leader: an Event on the pod, the counter, a log line.
+// The pods that opted in and run without the sidecar are found in the
+// controller's pod informer (trimmed as the controller trims it), counted
+// in the gauge by every replica (per namespace), and reported once each by
+// the leader: an Event on the pod, the counter, a log line.
 func TestMissedInjections(t *testing.T) {
 	injected := map[string]string{AnnotationReloadURL: "http://127.0.0.1:9090/-/reload", AnnotationInjected: "native"}
-	scheme := metadatafake.NewTestScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	meta := metadatafake.NewSimpleMetadataClient(scheme)
-	create := func(p *metav1.PartialObjectMetadata) {
+	ti := newTestInjector(t, true)
+	ctx := context.Background()
+	create := func(p *corev1.Pod) {
 		t.Helper()
-		if _, err := meta.Resource(podsGVR).Namespace(p.Namespace).(metadatafake.MetadataClient).CreateFake(p, metav1.CreateOptions{}); err != nil {
+		if _, err := ti.client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []*metav1.PartialObjectMetadata{
-		podMeta("shop", "with-sidecar", injected),
-		podMeta("shop", "missed", reloadURL()),
-		podMeta("shop", "bad", map[string]string{AnnotationSignal: "SIGNOPE"}),
-		podMeta("shop", "plain", nil),
-		podMeta("shop", "opted-out", map[string]string{AnnotationRestart: "false"}),
-		podMeta("kube-system", "system", reloadURL()),
-		podMeta("hotreload-system", "self", reloadURL()),
+	for _, p := range []*corev1.Pod{
+		podWith("shop", "with-sidecar", injected),
+		podWith("shop", "missed", reloadURL()),
+		podWith("shop", "bad", map[string]string{AnnotationSignal: "SIGNOPE"}),
+		podWith("shop", "plain", nil),
+		podWith("shop", "opted-out", map[string]string{AnnotationRestart: "false"}),
+		podWith("kube-system", "system", reloadURL()),
+		podWith("hotreload-system", "self", reloadURL()),
 	} {
 		create(p)
 	}
-	ti := newTestInjector(t, true)
-	ti.opts.Metadata = meta
-	ctx, cancel := context.WithCancel(context.Background())
+	// The controller's pod informer of every namespace, as controller.New
+	// gives it to its parts.
+	pods := ti.client.CoreV1().Pods("")
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) },
+	}, ti.client), &corev1.Pod{}, 0, cache.Indexers{})
+	if err := inf.SetTransform(controller.TrimPod); err != nil {
+		t.Fatal(err)
+	}
+	if err := ti.Attach(controller.Scope{Pods: inf}); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { _ = ti.Run(ctx) })
+	wg.Go(func() { inf.RunWithContext(runCtx) })
 
 	if !poll.Until(5*time.Second, func() bool { return ti.missed.count() == 2 }) {
 		t.Fatalf("%v pods missing, want 2 (missed, bad)", ti.missed.count())
@@ -87,9 +96,8 @@ func TestMissedInjections(t *testing.T) {
 
 	// A new pod admitted without the injector is found and reported; a
 	// deleted one leaves the gauge.
-	pods := meta.Resource(podsGVR).Namespace("shop")
-	create(podMeta("shop", "late", reloadURL()))
-	if err := pods.Delete(ctx, "missed", metav1.DeleteOptions{}); err != nil {
+	create(podWith("shop", "late", reloadURL()))
+	if err := ti.client.CoreV1().Pods("shop").Delete(ctx, "missed", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !poll.Until(5*time.Second, func() bool { return ti.missed.count() == 2 && ti.missed.report() == 1 }) {
@@ -104,19 +112,5 @@ hotreload_controller_injection_missed_pods{pod_namespace="shop"} 2
 `
 	if err := testutil.GatherAndCompare(ti.reg, strings.NewReader(want), "hotreload_controller_injection_missed_pods"); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestTrimPodMetadata(t *testing.T) {
-	in := podMeta("shop", "p", map[string]string{AnnotationReloadURL: "u", "kubectl.kubernetes.io/last-applied-configuration": "{...}"})
-	in.Labels = map[string]string{"app": "x"}
-	in.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	out, err := TrimPodMetadata(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := out.(*metav1.PartialObjectMetadata)
-	if m.Name != "p" || m.UID != in.UID || len(m.Annotations) != 1 || m.Labels != nil || m.ManagedFields != nil {
-		t.Errorf("%+v", m)
 	}
 }

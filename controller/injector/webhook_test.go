@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -42,10 +42,6 @@ type testInjector struct {
 func newTestInjector(t *testing.T, native bool, objects ...runtime.Object) *testInjector {
 	t.Helper()
 	client := fake.NewClientset(objects...)
-	scheme := runtime.NewScheme()
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	ti := &testInjector{client: client, events: record.NewFakeRecorder(100), reg: prometheus.NewRegistry(), now: time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)}
 	nativeMode := NativeFalse
 	if native {
@@ -61,7 +57,6 @@ func newTestInjector(t *testing.T, native bool, objects ...runtime.Object) *test
 		Service:        "hotreload-injector",
 		Secrets:        noWatchList{client.CoreV1()},
 		Webhooks:       noWatchList{client.AdmissionregistrationV1()},
-		Metadata:       metadatafake.NewSimpleMetadataClient(scheme),
 		Now:            func() time.Time { return ti.now },
 	})
 	if err != nil {
@@ -414,4 +409,20 @@ func testLogger(t *testing.T) log.Logger {
 		t.Log(kv...)
 		return nil
 	})
+}
+
+// run runs what the controller would of the injector: its informers, Run,
+// and Lead as if this replica led, until the test ends.
+func (ti *testInjector) run(t *testing.T, lead bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for _, inf := range ti.Informers() {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	wg.Go(func() { _ = ti.Run(ctx) })
+	if lead {
+		wg.Go(func() { ti.Lead(ctx) })
+	}
 }

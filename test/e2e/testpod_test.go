@@ -99,6 +99,7 @@ type loaded struct {
 	Generation int               `json:"generation"`
 	LoadedAt   time.Time         `json:"loaded_at"`
 	Files      map[string]string `json:"files"`
+	Env        map[string]string `json:"env,omitempty"`
 }
 
 func appConfig(port int) (loaded, error) {

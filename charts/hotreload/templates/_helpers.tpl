@@ -82,6 +82,18 @@ secrets; the API server sends no data in it.
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch, patch]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, update, delete]
+- apiGroups: [hotreload.dev]
+  resources: [configrollouts]
+  verbs: [list, watch, patch]
+- apiGroups: [hotreload.dev]
+  resources: [configrollouts/status]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
 {{- end -}}
 
 {{/* The controller's job label, for the alerts: the Service's name, as the ServiceMonitor scrapes it. */}}

@@ -71,11 +71,12 @@ var kinds = map[string]func() any{
 // Untyped kinds are decoded as maps only; any other kind is an error, so a
 // template that renders something unexpected fails the test.
 var untyped = map[string]bool{
-	"monitoring.coreos.com/v1/ServiceMonitor": true,
-	"monitoring.coreos.com/v1/PodMonitor":     true,
-	"monitoring.coreos.com/v1/PrometheusRule": true,
-	"cert-manager.io/v1/Certificate":          true,
-	"cert-manager.io/v1/Issuer":               true,
+	"monitoring.coreos.com/v1/ServiceMonitor":          true,
+	"monitoring.coreos.com/v1/PodMonitor":              true,
+	"monitoring.coreos.com/v1/PrometheusRule":          true,
+	"apiextensions.k8s.io/v1/CustomResourceDefinition": true,
+	"cert-manager.io/v1/Certificate":                   true,
+	"cert-manager.io/v1/Issuer":                        true,
 }
 
 var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)

@@ -4,7 +4,8 @@
 // reads /etc/my-app, and reloads on POST /admin/reload when the request
 // carries the bearer token of /var/run/secrets/my-app/reload/token.
 //
-//	GET  /config          what it loaded: {"generation":N,"loaded_at":..,"files":{path:content}}
+//	GET  /config          what it loaded: {"generation":N,"loaded_at":..,"files":{path:content},"env":{name:value}}
+//	GET  /healthz         200, or 503 while a file it loaded contains "e2e-unhealthy" (a readiness probe)
 //	POST <--reload-path>  re-read every --dir; 401 without the token, 500 if a dir cannot be read
 //	SIGHUP                re-read as well
 package main
@@ -29,10 +30,12 @@ type loaded struct {
 	Generation int               `json:"generation"`
 	LoadedAt   time.Time         `json:"loaded_at"`
 	Files      map[string]string `json:"files"`
+	Env        map[string]string `json:"env,omitempty"`
 }
 
 type app struct {
 	dirs      []string
+	envs      []string
 	tokenFile string
 
 	mu  sync.Mutex
@@ -96,6 +99,12 @@ func (a *app) reload(why string) error {
 	}
 	a.mu.Lock()
 	a.cur = loaded{Generation: a.cur.Generation + 1, LoadedAt: time.Now().UTC(), Files: files}
+	for _, e := range a.envs {
+		if a.cur.Env == nil {
+			a.cur.Env = map[string]string{}
+		}
+		a.cur.Env[e] = os.Getenv(e)
+	}
 	gen := a.cur.Generation
 	a.mu.Unlock()
 	log.Printf("loaded generation %d (%s): %d files", gen, why, len(files))
@@ -119,12 +128,14 @@ func main() {
 	reloadPath := flag.String("reload-path", "/admin/reload", "path of the reload endpoint (POST)")
 	tokenFile := flag.String("token-file", "/var/run/secrets/my-app/reload/token", "bearer token the reload endpoint wants; not checked while the file does not exist; empty turns the check off")
 	flag.Var(&dirs, "dir", "directory to read (repeatable; default /etc/my-app)")
+	var envs stringList
+	flag.Var(&envs, "env", "environment variable to report in /config (repeatable): config that env vars hold")
 	flag.Parse()
 	if len(dirs) == 0 {
 		dirs = stringList{"/etc/my-app"}
 	}
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds | log.LUTC)
-	a := &app{dirs: dirs, tokenFile: *tokenFile}
+	a := &app{dirs: dirs, envs: envs, tokenFile: *tokenFile}
 	if err := a.reload("start"); err != nil {
 		log.Fatalf("read config at start: %v", err)
 	}
@@ -151,6 +162,17 @@ func main() {
 			return
 		}
 		w.Write([]byte("reloaded\n"))
+	})
+	http.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for path, content := range a.cur.Files {
+			if strings.Contains(content, "e2e-unhealthy") {
+				http.Error(w, path+" says e2e-unhealthy", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		w.Write([]byte("ok\n"))
 	})
 	http.HandleFunc("/config", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
