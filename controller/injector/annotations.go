@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hotreload/hotreload/controller"
+	"github.com/hotreload/hotreload/controller/rollout"
 )
 
 // The annotations a pod (its template) sets to ask for the sidecar. Any of
@@ -55,12 +58,14 @@ const (
 )
 
 // knownAnnotations are the hotreload.dev/ annotations a pod may carry: the
-// injector's, and those of the controller and the sidecar. Any other is
-// taken for a typo and warned about.
+// injector's, and those of the controller (its nudges, its rollouts and
+// restarts) and the sidecar. Any other is taken for a typo and warned
+// about.
 var knownAnnotations = []string{
 	AnnotationReloadURL, AnnotationSignal, AnnotationRestart, AnnotationRollout,
 	AnnotationProcessName, AnnotationProcessCmdline, AnnotationContainer, AnnotationVolumes, AnnotationRunAsUser,
-	AnnotationInjected, AnnotationNudge, "hotreload.dev/nudged", "hotreload.dev/revisions",
+	AnnotationInjected, AnnotationNudge, controller.AnnotationNudged, controller.AnnotationRevisions,
+	rollout.AnnotationRestartBatch, rollout.AnnotationSingleReplica,
 }
 
 const prefix = "hotreload.dev/"

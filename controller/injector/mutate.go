@@ -15,16 +15,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/hotreload/hotreload/controller"
+	"github.com/hotreload/hotreload/controller/rollout"
 )
 
 // What the injector adds, by name. The container's name is also how a pod
 // that has the sidecar already is recognized.
 const (
-	ContainerName = "hotreload"
-	// PortName names the sidecar's metrics port, as in the examples and
-	// the chart's PodMonitor (which also selects the container by name,
-	// so an app's port of the same name does not get in the way).
-	PortName    = "metrics"
+	ContainerName = controller.SidecarContainer
+	// PortName names the sidecar's metrics port, as in the examples, the
+	// chart's PodMonitor (which also selects the container by name, so an
+	// app's port of the same name does not get in the way) and the
+	// rollouts, which read /-/content there.
+	PortName    = controller.SidecarPort
 	DefaultPort = 9533
 
 	StateVolume  = "hotreload-state"
@@ -38,7 +42,7 @@ const (
 	sourceDir    = "/hotreload/source"
 	stableDir    = "/hotreload/stable"
 	volumesDir   = "/hotreload/volumes"
-	stableSuffix = "-hotreload-stable"
+	stableSuffix = rollout.StableSuffix
 
 	defaultUID = 65532
 )
