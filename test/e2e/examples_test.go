@@ -12,13 +12,18 @@ import (
 	"github.com/hotreload/hotreload/internal/binary"
 )
 
-const hotreloadMetrics = "http://127.0.0.1:9533/metrics"
+// hotreloadPort is where every example's hotreload serves its metrics, and
+// the port of each example's Service that leads there.
+const hotreloadPort = 9533
 
-// app describes how to see, from outside, which config an example's app runs.
+// exampleApp describes how to see, from outside, which config an example's
+// app runs.
 type exampleApp struct {
 	configMap, key string // the ConfigMap the test edits, and its key
 	edit           func(string) string
-	url, marker    string // GET url shows marker once the app runs the new config
+	port           int    // the app's port in the pod
+	servicePort    int    // the port of the example's Service that leads to it; 0: no Service
+	path, marker   string // GET path shows marker once the app runs the new config
 }
 
 var exampleApps = map[string]exampleApp{
@@ -27,67 +32,74 @@ var exampleApps = map[string]exampleApp{
 		edit: func(s string) string {
 			return s + "  - job_name: e2e-added\n    static_configs:\n      - targets: [\"127.0.0.1:9999\"]\n"
 		},
-		url: "http://127.0.0.1:9090/api/v1/status/config", marker: "e2e-added",
+		port: 9090, servicePort: 9090, path: "/api/v1/status/config", marker: "e2e-added",
 	},
 	"alertmanager": {
 		configMap: "alertmanager-config", key: "alertmanager.yml",
 		edit: func(s string) string { return s + "  - name: e2e-added\n" },
-		url:  "http://127.0.0.1:9093/api/v2/status", marker: "e2e-added",
+		port: 9093, servicePort: 9093, path: "/api/v2/status", marker: "e2e-added",
 	},
 	"nginx": {
 		configMap: "nginx-config", key: "default.conf",
 		edit: func(s string) string {
 			return strings.Replace(s, "hello from config v1", "hello from config e2e-added", 1)
 		},
-		url: "http://127.0.0.1:8080/", marker: "e2e-added",
+		port: 8080, servicePort: 80, path: "/", marker: "e2e-added",
 	},
 	"generic": {
 		configMap: "my-app-config", key: "app.yaml",
 		edit: func(s string) string { return strings.Replace(s, "greeting: hello", "greeting: e2e-added", 1) },
-		url:  "http://127.0.0.1:8080/config", marker: "e2e-added",
+		port: 8080, servicePort: 80, path: "/config", marker: "e2e-added",
 	},
 }
 
-// TestExamples applies each shipped example, changed only by forCluster,
-// edits its ConfigMap, and checks that the app serves the new config and
-// that hotreload reports the reload as successful.
+// TestExamples applies each shipped example as it is, waits for its
+// Deployment to roll out, edits its ConfigMap, and checks that the app
+// serves the new config, on its pod's address and through its Service, and
+// that hotreload, scraped through the Service, reports the reload as
+// successful.
 func TestExamples(t *testing.T) {
 	t.Parallel()
-	cases := []struct{ name, app, pod string }{
-		{"prometheus/sidecar.yaml", "prometheus", "prometheus"},
-		{"prometheus/native-sidecar.yaml", "prometheus", "prometheus"},
-		{"alertmanager/sidecar.yaml", "alertmanager", "alertmanager"},
-		{"alertmanager/native-sidecar.yaml", "alertmanager", "alertmanager"},
-		{"nginx/sidecar.yaml", "nginx", "nginx"},
-		{"nginx/native-sidecar.yaml", "nginx", "nginx"},
-		{"generic/sidecar.yaml", "generic", "my-app"},
-		{"generic/native-sidecar.yaml", "generic", "my-app"},
-		{"kustomize-example", "alertmanager", "alertmanager"},
+	cases := []struct{ name, app, deployment, service string }{
+		{"prometheus/sidecar.yaml", "prometheus", "prometheus", "prometheus"},
+		{"prometheus/native-sidecar.yaml", "prometheus", "prometheus", "prometheus"},
+		{"alertmanager/sidecar.yaml", "alertmanager", "alertmanager", "alertmanager"},
+		{"alertmanager/native-sidecar.yaml", "alertmanager", "alertmanager", "alertmanager"},
+		{"nginx/sidecar.yaml", "nginx", "nginx", "nginx"},
+		{"nginx/native-sidecar.yaml", "nginx", "nginx", "nginx"},
+		{"generic/sidecar.yaml", "generic", "my-app", "my-app"},
+		{"generic/native-sidecar.yaml", "generic", "my-app", "my-app"},
+		// The kustomize component adds hotreload to a Deployment of the
+		// overlay's, which ships no Service.
+		{"kustomize-example", "alertmanager", "alertmanager", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			takeHostPorts(t)
-			var manifests []byte
-			if strings.HasSuffix(c.name, ".yaml") {
-				manifests = readManifest(t, "examples/"+c.name)
-			} else {
-				manifests = []byte(mustKubectl(t, nil, "kustomize", "../../examples/"+c.name))
-			}
+			t.Parallel()
 			ns := namespace(t)
-			apply(t, ns, forCluster(t, manifests, nil))
-			waitReady(t, ns, c.pod)
+			if strings.HasSuffix(c.name, ".yaml") {
+				mustKubectl(t, nil, "-n", ns, "apply", "-f", "../../examples/"+c.name)
+			} else {
+				mustKubectl(t, nil, "-n", ns, "apply", "-k", "../../examples/"+c.name)
+			}
+			p := onePod(t, ns, c.deployment)
 
 			app := exampleApps[c.app]
-			if _, body, _ := binary.Get(app.url); strings.Contains(body, app.marker) {
-				t.Fatalf("%s shows %q before the edit:\n%s", app.url, app.marker, body)
+			if _, body, _ := binary.Get(p.url(app.port, app.path)); strings.Contains(body, app.marker) {
+				t.Fatalf("%s shows %q before the edit:\n%s", p.url(app.port, app.path), app.marker, body)
 			}
 			editConfigMap(t, ns, app.configMap, app.key, app.edit)
-			nudge(t, ns, c.pod)
-			waitBody(t, nudgeWait, app.url, app.marker)
+			nudge(t, ns, p.Metadata.Name)
+			waitBody(t, nudgeWait, p.url(app.port, app.path), app.marker)
+			metrics := p.url(hotreloadPort, "/metrics")
+			if c.service != "" {
+				waitBody(t, nudgeWait, serviceURL(t, ns, c.service, app.servicePort, app.path), app.marker)
+				metrics = serviceURL(t, ns, c.service, hotreloadPort, "/metrics")
+			}
 			// A signal reload is counted once nginx has replaced its
 			// workers, which it may do after it serves the new config.
-			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_reloads_total", map[string]string{"result": "success"}, 1)
-			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 1)
+			waitMetric(t, nudgeWait, metrics, "hotreload_reloads_total", map[string]string{"result": "success"}, 1)
+			waitMetric(t, nudgeWait, metrics, "hotreload_last_reload_successful", nil, 1)
 		})
 	}
 }

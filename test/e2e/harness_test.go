@@ -10,11 +10,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,29 +31,6 @@ const (
 	nudgeWait = 30 * time.Second
 	pollEvery = 100 * time.Millisecond
 )
-
-var (
-	node = envOr("E2E_NODE", "localhost")
-	// hostPorts serializes the tests whose pods listen on fixed host ports
-	// (the examples' 8080, 9090, 9093, 9533): every pod uses the host's
-	// network, as there is no pod network in this cluster.
-	hostPorts sync.Mutex
-)
-
-// takeHostPorts holds hostPorts until the test and its clean-up are over:
-// call it before namespace, so that the lock outlives the deletion of the
-// test's pods (clean-ups run last registered first).
-func takeHostPorts(t *testing.T) {
-	hostPorts.Lock()
-	t.Cleanup(hostPorts.Unlock)
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
 
 func TestMain(m *testing.M) {
 	if os.Getenv("KUBECONFIG") == "" {
@@ -110,13 +85,11 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg func() s
 
 var nameRE = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// namespace creates a namespace of the test's own, with what a
-// controller-manager would put in it (the default ServiceAccount and the
-// kube-root-ca.crt ConfigMap). At the end it prints the pods' logs and
-// events if the test failed, and deletes every pod, waiting until their
-// containers are gone so that the next test can take their host ports. The
-// namespace itself stays: without a controller-manager nothing would empty
-// it, and the cluster's state goes at tear-down.
+// namespace creates a namespace of the test's own and waits until the
+// controller-manager has given it its default ServiceAccount (without which
+// the API server refuses a pod). At the end it prints the pods' logs and
+// events if the test failed, and deletes the namespace, waiting until
+// everything in it, the pods first, is gone.
 func namespace(t *testing.T) string {
 	t.Helper()
 	name := strings.Trim(nameRE.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
@@ -125,17 +98,18 @@ func namespace(t *testing.T) string {
 	}
 	ns := fmt.Sprintf("%s-%04x", strings.Trim(name, "-"), rand.IntN(1<<16))
 	mustKubectl(t, nil, "create", "namespace", ns)
-	mustKubectl(t, nil, "-n", ns, "create", "serviceaccount", "default")
-	ca := filepath.Join(os.Getenv("E2E_STATE"), "pki", "ca.crt")
-	mustKubectl(t, nil, "-n", ns, "create", "configmap", "kube-root-ca.crt", "--from-file=ca.crt="+ca)
 	t.Cleanup(func() {
 		if t.Failed() {
 			dump(t, ns)
 		}
-		if _, err := kubectl(nil, "-n", ns, "delete", "pods", "--all", "--grace-period=1", "--wait=true", "--timeout=90s"); err != nil {
-			t.Errorf("delete the pods of %s: %v", ns, err)
+		if _, err := kubectl(nil, "delete", "namespace", ns, "--wait=true", "--timeout=120s"); err != nil {
+			t.Errorf("delete namespace %s: %v", ns, err)
 		}
 	})
+	waitFor(t, podWait, func() bool {
+		_, err := kubectl(nil, "-n", ns, "get", "serviceaccount", "default")
+		return err == nil
+	}, func() string { return "namespace " + ns + " has no default ServiceAccount" })
 	return ns
 }
 
@@ -166,14 +140,17 @@ func apply(t *testing.T, ns string, manifests []byte) {
 	mustKubectl(t, manifests, "-n", ns, "apply", "-f", "-")
 }
 
-// pod is the part of a Pod's status the tests read.
+// pod is the part of a Pod the tests read.
 type pod struct {
 	Metadata struct {
-		UID         string            `json:"uid"`
-		Annotations map[string]string `json:"annotations"`
+		Name              string            `json:"name"`
+		UID               string            `json:"uid"`
+		Annotations       map[string]string `json:"annotations"`
+		DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
 	} `json:"metadata"`
 	Status struct {
 		Phase      string `json:"phase"`
+		PodIP      string `json:"podIP"`
 		Conditions []struct {
 			Type   string `json:"type"`
 			Status string `json:"status"`

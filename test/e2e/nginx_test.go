@@ -26,7 +26,8 @@ func TestNginxSignal(t *testing.T) {
 		hotreloadAs int64
 		works       bool
 	}{
-		// The example as shipped: nginx and hotreload both uid 101.
+		// The example as shipped: nginx and hotreload both uid 101. The
+		// other two change its pod template (securityContext only).
 		{name: "same uid", hotreloadAs: 101, works: true},
 		// A non-root container with capabilities.add [KILL] has KILL in
 		// its bounding set only: EPERM against a root master.
@@ -37,28 +38,30 @@ func TestNginxSignal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			takeHostPorts(t)
+			t.Parallel()
 			ns := namespace(t)
-			apply(t, ns, forCluster(t, readManifest(t, "examples/nginx/sidecar.yaml"), func(_ int, pod object) {
-				if !c.nginxRoot {
-					return
-				}
-				dig[object](pod, "spec", "securityContext")["runAsNonRoot"] = false
-				nginx := containerNamed(pod, "nginx")["securityContext"].(object)
-				nginx["runAsUser"], nginx["runAsGroup"] = 0, 0
-				// The master needs setuid/setgid to start workers as nginx.
-				nginx["capabilities"] = object{"drop": []any{"ALL"}, "add": []any{"SETUID", "SETGID", "CHOWN"}}
-				hr := containerNamed(pod, "hotreload")["securityContext"].(object)
-				hr["runAsUser"], hr["runAsGroup"] = c.hotreloadAs, c.hotreloadAs
-				hr["runAsNonRoot"] = c.hotreloadAs != 0
-				hr["capabilities"] = object{"drop": []any{"ALL"}, "add": []any{"KILL"}}
-			}))
-			waitReady(t, ns, "nginx")
-			waitBody(t, nudgeWait, "http://127.0.0.1:8080/", "hello from config v1")
+			manifests := readManifest(t, "examples/nginx/sidecar.yaml")
+			if c.nginxRoot {
+				manifests = withTemplate(t, manifests, func(pod object) {
+					dig[object](pod, "spec", "securityContext")["runAsNonRoot"] = false
+					nginx := containerNamed(pod, "nginx")["securityContext"].(object)
+					nginx["runAsUser"], nginx["runAsGroup"] = 0, 0
+					// The master needs setuid/setgid to start workers as nginx.
+					nginx["capabilities"] = object{"drop": []any{"ALL"}, "add": []any{"SETUID", "SETGID", "CHOWN"}}
+					hr := containerNamed(pod, "hotreload")["securityContext"].(object)
+					hr["runAsUser"], hr["runAsGroup"] = c.hotreloadAs, c.hotreloadAs
+					hr["runAsNonRoot"] = c.hotreloadAs != 0
+					hr["capabilities"] = object{"drop": []any{"ALL"}, "add": []any{"KILL"}}
+				})
+			}
+			apply(t, ns, manifests)
+			p := onePod(t, ns, "nginx")
+			name, page, hotreloadMetrics := p.Metadata.Name, p.url(8080, "/"), p.url(hotreloadPort, "/metrics")
+			waitBody(t, nudgeWait, page, "hello from config v1")
 
-			master := mainProc(t, ns, "nginx", "nginx")
-			workers := children(t, ns, "nginx", "nginx", master.PID)
-			hr := mainProc(t, ns, "nginx", "hotreload")
+			master := mainProc(t, ns, name, "nginx")
+			workers := children(t, ns, name, "nginx", master.PID)
+			hr := mainProc(t, ns, name, "hotreload")
 			t.Logf("nginx master %v, %d workers; hotreload %v", master, len(workers), hr)
 			if len(workers) == 0 {
 				t.Fatalf("nginx master %v has no workers", master)
@@ -67,29 +70,29 @@ func TestNginxSignal(t *testing.T) {
 			editConfigMap(t, ns, "nginx-config", "default.conf", func(s string) string {
 				return strings.Replace(s, "hello from config v1", "hello from config v2", 1)
 			})
-			nudge(t, ns, "nginx")
+			nudge(t, ns, name)
 			if !c.works {
 				waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 0)
 				waitFor(t, nudgeWait, func() bool {
-					return strings.Contains(containerLogs(ns, "nginx", "hotreload", false), "operation not permitted")
-				}, func() string { return "hotreload logged no EPERM:\n" + containerLogs(ns, "nginx", "hotreload", false) })
+					return strings.Contains(containerLogs(ns, name, "hotreload", false), "operation not permitted")
+				}, func() string { return "hotreload logged no EPERM:\n" + containerLogs(ns, name, "hotreload", false) })
 				if hr.CapBnd&(1<<capKill) == 0 || hr.CapEff&(1<<capKill) != 0 {
 					t.Errorf("hotreload %v: want KILL in its bounding set only", hr)
 				}
-				if _, body, _ := binary.Get("http://127.0.0.1:8080/"); !strings.Contains(body, "v1") {
+				if _, body, _ := binary.Get(page); !strings.Contains(body, "v1") {
 					t.Errorf("nginx serves %q, want the old config", body)
 				}
 				return
 			}
-			waitBody(t, nudgeWait, "http://127.0.0.1:8080/", "hello from config v2")
+			waitBody(t, nudgeWait, page, "hello from config v2")
 			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 1)
-			after := mainProc(t, ns, "nginx", "nginx")
+			after := mainProc(t, ns, name, "nginx")
 			if after.PID != master.PID || after.Start != master.Start {
 				t.Fatalf("nginx master changed from %v to %v: it was restarted, not reloaded", master, after)
 			}
 			// nginx retires its old workers once they finish their requests.
 			waitFor(t, 10*time.Second, func() bool {
-				for _, w := range children(t, ns, "nginx", "nginx", master.PID) {
+				for _, w := range children(t, ns, name, "nginx", master.PID) {
 					if slices.ContainsFunc(workers, func(old hostProc) bool { return old.PID == w.PID }) {
 						return false
 					}
@@ -107,14 +110,14 @@ func TestNginxSignal(t *testing.T) {
 			editConfigMap(t, ns, "nginx-config", "default.conf", func(s string) string {
 				return strings.Replace(s, "listen 8080;", "listen 8080;\n      e2e_not_a_directive on;", 1)
 			})
-			nudge(t, ns, "nginx")
+			nudge(t, ns, name)
 			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 0)
 			waitFor(t, nudgeWait, func() bool {
-				return strings.Contains(containerLogs(ns, "nginx", "hotreload", false), "kept its workers")
+				return strings.Contains(containerLogs(ns, name, "hotreload", false), "kept its workers")
 			}, func() string {
-				return "hotreload did not say nginx kept its workers:\n" + containerLogs(ns, "nginx", "hotreload", false)
+				return "hotreload did not say nginx kept its workers:\n" + containerLogs(ns, name, "hotreload", false)
 			})
-			if _, body, _ := binary.Get("http://127.0.0.1:8080/"); !strings.Contains(body, "hello from config v2") {
+			if _, body, _ := binary.Get(page); !strings.Contains(body, "hello from config v2") {
 				t.Fatalf("nginx serves %q after refusing a config; want the old one", body)
 			}
 			// The fixed config reloads.
@@ -122,8 +125,8 @@ func TestNginxSignal(t *testing.T) {
 				s = strings.Replace(s, "\n      e2e_not_a_directive on;", "", 1)
 				return strings.Replace(s, "hello from config v2", "hello from config v3", 1)
 			})
-			nudge(t, ns, "nginx")
-			waitBody(t, nudgeWait, "http://127.0.0.1:8080/", "hello from config v3")
+			nudge(t, ns, name)
+			waitBody(t, nudgeWait, page, "hello from config v3")
 			waitMetric(t, nudgeWait, hotreloadMetrics, "hotreload_last_reload_successful", nil, 1)
 		})
 	}

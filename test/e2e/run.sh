@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# run.sh: what `make e2e` does. Brings up a real single-node Kubernetes on
-# this machine (cluster/up.sh), builds the images from this checkout, runs the
-# Go suite in this directory against it, and tears everything down
-# (cluster/down.sh) however the run ends: a failed test, Ctrl-C, SIGTERM.
+# run.sh: what `make e2e` does, in five timed phases: build (the kube binaries
+# on a cache miss, and the images from this checkout), cluster up (a whole
+# single-node Kubernetes on this machine: cluster/up.sh), images (loaded into
+# its containerd under the names the examples ship with:
+# cluster/load-images.sh), suite (the Go tests in this directory), and
+# teardown (cluster/down.sh), which runs however the run ends: a failed test,
+# Ctrl-C, SIGTERM. Then it checks that the host is as it was before.
 #
 # Needs root and cgroups; installs its Debian packages with apt-get. The kube
 # binaries are built once per version into E2E_CACHE (outside the clone).
+# One run at a time on a machine: a second waits for the first (a lock file).
 #
-#   E2E_KUBE_VERSION  kube-apiserver and kubelet version (default 1.33.13)
+#   E2E_KUBE_VERSION  version of every kube binary (default 1.33.13)
 #   E2E_CACHE         binary cache (default /var/cache/hotreload-e2e)
 #   E2E_STATE         cluster state, removed at the end (default /tmp/hotreload-e2e)
 #   E2E_RUN           a -run pattern for the suite
@@ -19,6 +23,33 @@ die() { echo "make e2e: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$here/cluster/host.sh"
+
+# One cluster per machine (fixed ports, a fixed bridge and ranges): a second
+# run waits for the first to end. The lock goes when this process does: the
+# daemons that up.sh starts do not inherit it (9>&-), so that a run killed
+# hard leaves nothing that holds it, and the next run cleans up after it.
+lockdir=/run/lock
+[ -d "$lockdir" ] || lockdir=/var/lock
+lock=$lockdir/hotreload-e2e.lock
+exec 9>"$lock"
+if ! flock -n 9; then
+	echo "make e2e: another make e2e runs on this machine (it holds $lock); waiting for it to end"
+	flock 9
+fi
+
+# phase NAME: end the phase that runs (printing its time), and start NAME.
+phase_name= phase_start=
+phases=()
+phase() {
+	local now
+	now=$(date +%s%N)
+	if [ -n "$phase_name" ]; then
+		phases+=("$(printf '%-12s %6.1fs' "$phase_name" "$(((now - phase_start) / 1000000))e-3")")
+		echo "make e2e: phase $phase_name took ${phases[-1]##* }"
+	fi
+	phase_name=$1 phase_start=$now
+}
+phase build
 version=${E2E_KUBE_VERSION:-1.33.13}
 cache=${E2E_CACHE:-/var/cache/hotreload-e2e}
 export E2E_STATE=${E2E_STATE:-/tmp/hotreload-e2e}
@@ -35,7 +66,8 @@ fi
 need=()
 for pair in etcd:etcd-server containerd:containerd runc:runc buildah:buildah iptables:iptables \
 	openssl:openssl curl:curl nginx:nginx-light prometheus:prometheus \
-	prometheus-alertmanager:prometheus-alertmanager; do
+	prometheus-alertmanager:prometheus-alertmanager /usr/lib/cni/bridge:containernetworking-plugins \
+	ip:iproute2 nsenter:util-linux; do
 	command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if ((${#need[@]})); then
@@ -51,13 +83,18 @@ command -v kubectl >/dev/null || export PATH=$E2E_KUBE_BIN:$PATH # kube-binaries
 # host_state prints what the cluster changes on the host outside its state
 # directory, so that the run can check that down.sh undid all of it.
 host_state() {
-	sysctl -e "${kubelet_sysctls[@]}"
-	local ipt t
+	sysctl -e "${cluster_sysctls[@]}"
+	local ipt t d
 	for ipt in iptables ip6tables; do
 		command -v $ipt >/dev/null || continue
-		for t in filter mangle nat; do $ipt -t $t -S 2>/dev/null | grep -- 'KUBE-' || true; done
+		for t in filter mangle nat raw; do $ipt -t $t -S 2>/dev/null | sed "s/^/$ipt -t $t /" || true; done
 	done
-	[ -d /var/log/containers ] && echo "/var/log/containers exists"
+	ip -o link show | awk -F': ' '{print "link", $2}'
+	ip -4 route show table all
+	ip -6 route show table all | sed 's/ expires [0-9]*sec//' # router advertisements count down
+	for d in "${created_dirs[@]}" /var/run/netns /var/run/kubernetes /usr/libexec/kubernetes; do
+		[ -e "$d" ] && echo "$d exists"
+	done
 	ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods 2>/dev/null || true
 	awk -v st="$E2E_STATE" 'index($2, st) == 1' /proc/self/mounts
 	pgrep -af -- "$E2E_STATE" || true
@@ -67,6 +104,7 @@ status=1
 before=
 finish() {
 	trap - EXIT INT TERM
+	phase teardown
 	"$here/cluster/down.sh" || true
 	if [ -n "$before" ]; then
 		after=$(host_state)
@@ -75,9 +113,13 @@ finish() {
 			diff <(echo "$before") <(echo "$after") >&2
 			status=1
 		else
-			echo "make e2e: host restored (sysctls, iptables, cgroups, mounts, /var/log/containers, processes)"
+			echo "make e2e: host restored (sysctls, iptables, links, routes, cgroups, mounts, /var/lib/cni, /var/log/containers, processes)"
 		fi
 	fi
+	phase done
+	echo "make e2e: phase times"
+	printf '  %s\n' "${phases[@]}"
+	if ((status == 0)); then echo "make e2e: PASS"; else echo "make e2e: FAIL (status $status)"; fi
 	exit "$status"
 }
 trap finish EXIT
@@ -87,8 +129,12 @@ trap 'echo "make e2e: interrupted, tearing down" >&2; status=130; finish' INT TE
 before=$(host_state)
 mkdir -p "$E2E_STATE"
 "$here/cluster/images.sh" "$E2E_IMAGES"
-"$here/cluster/up.sh"
+phase "cluster up"
+"$here/cluster/up.sh" 9>&-
 export KUBECONFIG=$E2E_STATE/admin.kubeconfig
+phase images
+"$here/cluster/load-images.sh"
+phase suite
 
 cd "$root"
 set +e
@@ -98,4 +144,3 @@ set -e
 echo
 echo "make e2e: figures"
 grep -h 'E2E-FIGURE' "$E2E_STATE/suite.log" | sed 's/^.*E2E-FIGURE: */  /' || true
-if ((status == 0)); then echo "make e2e: PASS"; else echo "make e2e: FAIL (status $status)"; fi

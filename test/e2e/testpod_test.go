@@ -14,11 +14,14 @@ import (
 
 // testPod is a pod of the suite's own: the test app reading dirs, and
 // hotreload watching the same volumes, both hardened as the examples are.
-// Each pod gets its own ports, so that such tests run side by side.
+// It is a bare Pod, not a Deployment: the tests that use it follow one pod's
+// containers by name (their processes, restarts and logs) and read the
+// config its app loaded, and a Deployment would only add a generated name.
+// The examples' Deployments are tested as such (examples_test.go,
+// replicas_test.go).
 type testPod struct {
 	name          string
-	appPort       int
-	metricsPort   int
+	ip            string            // the pod's address, once start has returned
 	volumes       []object          // pod volumes
 	mounts        map[string]string // volume name -> mount path, in both containers
 	hotreloadArgs []string          // after --volume-dir and --webhook-url
@@ -42,9 +45,9 @@ func (p testPod) manifest(t *testing.T) []byte {
 			"capabilities":             object{"drop": []any{"ALL"}},
 		}
 	}
-	appArgs := []any{fmt.Sprintf("--listen=:%d", p.appPort), "--token-file="}
-	hrArgs := []any{fmt.Sprintf("--web.listen-address=:%d", p.metricsPort),
-		fmt.Sprintf("--webhook-url=http://127.0.0.1:%d/admin/reload", p.appPort)}
+	appArgs := []any{fmt.Sprintf("--listen=:%d", testAppPort), "--token-file="}
+	hrArgs := []any{fmt.Sprintf("--web.listen-address=:%d", hotreloadPort),
+		fmt.Sprintf("--webhook-url=http://127.0.0.1:%d/admin/reload", testAppPort)}
 	for _, d := range dirs {
 		appArgs = append(appArgs, "--dir="+d)
 		hrArgs = append(hrArgs, "--volume-dir="+d)
@@ -53,7 +56,7 @@ func (p testPod) manifest(t *testing.T) []byte {
 		hrArgs = append(hrArgs, a)
 	}
 	probe := func(path string) object {
-		return object{"httpGet": object{"path": path, "port": p.metricsPort}, "periodSeconds": 2}
+		return object{"httpGet": object{"path": path, "port": hotreloadPort}, "periodSeconds": 2}
 	}
 	hr := object{
 		"name": "hotreload", "image": "localhost/hotreload:e2e", "imagePullPolicy": "Never",
@@ -71,15 +74,16 @@ func (p testPod) manifest(t *testing.T) []byte {
 		p.appSpec(app)
 	}
 	spec := object{
-		"nodeName": node, "hostNetwork": true, "automountServiceAccountToken": false,
-		"securityContext": object{"runAsNonRoot": true, "seccompProfile": object{"type": "RuntimeDefault"}},
-		"containers":      []any{app, hr},
-		"volumes":         toAny(p.volumes),
+		"automountServiceAccountToken": false,
+		"securityContext":              object{"runAsNonRoot": true, "seccompProfile": object{"type": "RuntimeDefault"}},
+		"containers":                   []any{app, hr},
+		"volumes":                      toAny(p.volumes),
 	}
 	if p.podSpec != nil {
 		p.podSpec(spec)
 	}
-	b, err := json.Marshal(object{"apiVersion": "v1", "kind": "Pod", "metadata": object{"name": p.name}, "spec": spec})
+	meta := object{"name": p.name, "labels": object{podLabel: p.name}}
+	b, err := json.Marshal(object{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +98,26 @@ func toAny(objs []object) []any {
 	return out
 }
 
+// testAppPort is where the test app of a test pod listens (hotreload's
+// metrics are on hotreloadPort, as in the examples).
+const testAppPort = 8080
+
+// podLabel names a test pod, for a Service to select it by.
+const podLabel = "e2e.hotreload.dev/pod"
+
+// start creates the pod in ns, waits until it is Ready, and returns p with
+// its address.
+func (p testPod) start(t *testing.T, ns string) testPod {
+	t.Helper()
+	apply(t, ns, p.manifest(t))
+	p.ip = waitReady(t, ns, p.name).Status.PodIP
+	return p
+}
+
+// app is the base URL of the pod's test app; metrics, hotreload's metrics.
+func (p testPod) app() string     { return fmt.Sprintf("http://%s:%d", p.ip, testAppPort) }
+func (p testPod) metrics() string { return fmt.Sprintf("http://%s:%d/metrics", p.ip, hotreloadPort) }
+
 // loaded is what the test app says it loaded.
 type loaded struct {
 	Generation int               `json:"generation"`
@@ -102,9 +126,10 @@ type loaded struct {
 	Env        map[string]string `json:"env,omitempty"`
 }
 
-func appConfig(port int) (loaded, error) {
+// appConfig asks the test app at base (http://host:port) what it loaded.
+func appConfig(base string) (loaded, error) {
 	var l loaded
-	code, body, err := binary.Get(fmt.Sprintf("http://127.0.0.1:%d/config", port))
+	code, body, err := binary.Get(base + "/config")
 	if err == nil && code != 200 {
 		err = fmt.Errorf("status %d", code)
 	}
@@ -114,18 +139,19 @@ func appConfig(port int) (loaded, error) {
 	return l, json.Unmarshal([]byte(body), &l)
 }
 
-// waitLoaded waits until the app has loaded a file whose content contains want.
-func waitLoaded(t *testing.T, timeout time.Duration, port int, file, want string) loaded {
+// waitLoaded waits until the test app at base has loaded a file whose
+// content contains want.
+func waitLoaded(t *testing.T, timeout time.Duration, base, file, want string) loaded {
 	t.Helper()
 	var (
 		l   loaded
 		err error
 	)
 	waitFor(t, timeout, func() bool {
-		l, err = appConfig(port)
+		l, err = appConfig(base)
 		return err == nil && strings.Contains(l.Files[file], want)
 	}, func() string {
-		return fmt.Sprintf("app on :%d never loaded %q in %s: %v, %+v", port, want, file, err, l)
+		return fmt.Sprintf("app at %s never loaded %q in %s: %v, %+v", base, want, file, err, l)
 	})
 	return l
 }
@@ -140,10 +166,8 @@ func warmUp(t *testing.T, ns string, p testPod, dir string) {
 	stamp := fmt.Sprint(time.Now().UnixNano())
 	patchConfigMap(t, ns, "settings", map[string]string{"warm-up": stamp})
 	nudge(t, ns, p.name)
-	waitLoaded(t, nudgeWait, p.appPort, dir+"/warm-up", stamp)
+	waitLoaded(t, nudgeWait, p.app(), dir+"/warm-up", stamp)
 }
-
-func metricsURL(port int) string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", port) }
 
 func configMapVolume(name, cm string) object {
 	return object{"name": name, "configMap": object{"name": cm}}

@@ -29,7 +29,7 @@ metadata: {name: creds}
 stringData: {password: first}
 `))
 	p := testPod{
-		name: "both", appPort: 18101, metricsPort: 19101,
+		name: "both",
 		volumes: []object{
 			{"name": "secret", "secret": object{"secretName": "creds"}},
 			{"name": "projected", "projected": object{"sources": []any{
@@ -39,9 +39,8 @@ stringData: {password: first}
 		},
 		mounts: map[string]string{"secret": "/etc/creds", "projected": "/etc/all"},
 	}
-	apply(t, ns, p.manifest(t))
-	waitReady(t, ns, p.name)
-	waitLoaded(t, nudgeWait, p.appPort, "/etc/all/mode", "one")
+	p = p.start(t, ns)
+	waitLoaded(t, nudgeWait, p.app(), "/etc/all/mode", "one")
 	warmUp(t, ns, p, "/etc/all")
 	for attempt := 1; ; attempt++ {
 		mode, password := fmt.Sprint("two-", attempt), fmt.Sprint("second-", attempt)
@@ -62,12 +61,12 @@ stringData: {password: first}
 // attempt that fails the test.
 func oneSync(t *testing.T, ns string, p testPod, mode, password string, last bool) bool {
 	t.Helper()
-	before, err := appConfig(p.appPort)
+	before, err := appConfig(p.app())
 	if err != nil {
 		t.Fatal(err)
 	}
-	changesBefore, _, _ := metric(metricsURL(p.metricsPort), "hotreload_changes_total", nil)
-	reloadsBefore, _, _ := metric(metricsURL(p.metricsPort), "hotreload_reloads_total", map[string]string{"result": "success"})
+	changesBefore, _, _ := metric(p.metrics(), "hotreload_changes_total", nil)
+	reloadsBefore, _, _ := metric(p.metrics(), "hotreload_reloads_total", map[string]string{"result": "success"})
 
 	// Both edits at once, then one kubelet sync for both.
 	var wg sync.WaitGroup
@@ -86,12 +85,12 @@ func oneSync(t *testing.T, ns string, p testPod, mode, password string, last boo
 		return false
 	}
 	nudge(t, ns, p.name)
-	after := waitLoaded(t, nudgeWait, p.appPort, "/etc/all/mode", mode)
+	after := waitLoaded(t, nudgeWait, p.app(), "/etc/all/mode", mode)
 	if got := after.Files["/etc/all/db/password"]; got != password && !last {
 		t.Logf("the kubelet wrote the projected volume with mode=%s and the old password %q (its Secret cache was behind): two syncs; trying again", mode, got)
 		nudge(t, ns, p.name)
-		waitLoaded(t, nudgeWait, p.appPort, "/etc/all/db/password", password)
-		waitLoaded(t, nudgeWait, p.appPort, "/etc/creds/password", password)
+		waitLoaded(t, nudgeWait, p.app(), "/etc/all/db/password", password)
+		waitLoaded(t, nudgeWait, p.app(), "/etc/creds/password", password)
 		return false
 	}
 	for _, f := range []string{"/etc/creds/password", "/etc/all/db/password"} {
@@ -102,8 +101,8 @@ func oneSync(t *testing.T, ns string, p testPod, mode, password string, last boo
 	if after.Generation != before.Generation+1 {
 		t.Errorf("app went from generation %d to %d: want one reload for both volumes", before.Generation, after.Generation)
 	}
-	waitMetric(t, nudgeWait, metricsURL(p.metricsPort), "hotreload_changes_total", nil, changesBefore+2)
-	if v, _, _ := metric(metricsURL(p.metricsPort), "hotreload_reloads_total", map[string]string{"result": "success"}); v != reloadsBefore+1 {
+	waitMetric(t, nudgeWait, p.metrics(), "hotreload_changes_total", nil, changesBefore+2)
+	if v, _, _ := metric(p.metrics(), "hotreload_reloads_total", map[string]string{"result": "success"}); v != reloadsBefore+1 {
 		t.Errorf(`hotreload_reloads_total{result="success"} went from %v to %v, want one more`, reloadsBefore, v)
 	}
 	return true
@@ -125,7 +124,7 @@ metadata: {name: settings}
 data: {mode: before}
 `))
 	p := testPod{
-		name: "restart", appPort: 18102, metricsPort: 19102,
+		name: "restart",
 		volumes: []object{
 			configMapVolume("config", "settings"),
 			{"name": "state", "emptyDir": object{"sizeLimit": "1Mi"}},
@@ -136,9 +135,8 @@ data: {mode: before}
 			c["volumeMounts"] = append(c["volumeMounts"].([]any), object{"name": "state", "mountPath": "/var/run/hotreload"})
 		},
 	}
-	apply(t, ns, p.manifest(t))
-	waitReady(t, ns, p.name)
-	waitLoaded(t, nudgeWait, p.appPort, "/etc/config/mode", "before")
+	p = p.start(t, ns)
+	waitLoaded(t, nudgeWait, p.app(), "/etc/config/mode", "before")
 	warmUp(t, ns, p, "/etc/config")
 
 	// The kubelet restarts a container that died at once the first time,
@@ -162,10 +160,10 @@ data: {mode: before}
 
 	patchConfigMap(t, ns, "settings", map[string]string{"mode": "after"})
 	kill(t, mainProc(t, ns, p.name, "hotreload"), syscall.SIGKILL)
-	if l, err := appConfig(p.appPort); err == nil && l.Files["/etc/config/mode"] == "after" {
+	if l, err := appConfig(p.app()); err == nil && l.Files["/etc/config/mode"] == "after" {
 		t.Fatal("the edit reached the app before hotreload was killed: the kubelet refreshed the volume too soon for this test")
 	}
-	waitLoaded(t, podWait, p.appPort, "/etc/config/mode", "after")
+	waitLoaded(t, podWait, p.app(), "/etc/config/mode", "after")
 	waitRestarts(t, ns, p.name, "hotreload", 2)
 	if logs := containerLogs(ns, p.name, "hotreload", false); !strings.Contains(logs, "content changed while hotreload was not running") {
 		t.Errorf("the restarted hotreload did not say why it reloaded at start:\n%s", logs)
@@ -193,7 +191,7 @@ func TestUnreadableSecret(t *testing.T) {
 	ns := namespace(t)
 	apply(t, ns, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {password: first}\n"))
 	p := testPod{
-		name: "unreadable", appPort: 18105, metricsPort: 19105,
+		name:    "unreadable",
 		volumes: []object{{"name": "creds", "secret": object{"secretName": "creds", "defaultMode": 0o400}}},
 		mounts:  map[string]string{"creds": "/etc/creds"},
 		appSpec: func(c object) {
@@ -201,13 +199,12 @@ func TestUnreadableSecret(t *testing.T) {
 			sc["runAsUser"], sc["runAsNonRoot"] = 0, false
 		},
 	}
-	apply(t, ns, p.manifest(t))
-	waitReady(t, ns, p.name)
-	waitLoaded(t, nudgeWait, p.appPort, "/etc/creds/password", "first")
+	p = p.start(t, ns)
+	waitLoaded(t, nudgeWait, p.app(), "/etc/creds/password", "first")
 
 	patchSecret(t, ns, "creds", map[string]string{"password": "second"})
 	nudge(t, ns, p.name)
-	waitLoaded(t, nudgeWait, p.appPort, "/etc/creds/password", "second")
+	waitLoaded(t, nudgeWait, p.app(), "/etc/creds/password", "second")
 	logs := containerLogs(ns, p.name, "hotreload", false)
 	for _, want := range []string{"fsGroup", "defaultMode"} {
 		if !strings.Contains(logs, want) {
