@@ -389,7 +389,12 @@ func TestValues(t *testing.T) {
 	for _, tc := range []struct {
 		set, want string
 	}{
-		{"injector.enabled=true", "injector.enabled: the injector is not part of this chart version yet"},
+		{"injector.nativeSidecars=maybe", `injector.nativeSidecars "maybe": must be auto, true or false`},
+		{"injector.contentKey=always", `injector.contentKey "always": must be create, existing or off`},
+		{"injector.certs.source=vault", `injector.certs.source "vault": must be self or cert-manager`},
+		{"injector.failurePolicy=Retry", `injector.failurePolicy "Retry": must be Ignore or Fail`},
+		{"injector.timeoutSeconds=60", "injector.timeoutSeconds 60: must be from 1 to 30"},
+		{"injector.enabled=true,injector.port=9534", "injector.port 9534: the same as controller.port"},
 		{"controller.replicas=2,controller.leaderElection.enabled=false", "controller.replicas 2 with leaderElection.enabled false"},
 		{"controller.replicas=0", "controller.replicas: must be at least 1"},
 		{"controller.workers=0", "controller.workers 0: must be from 1 to 100"},
@@ -442,8 +447,10 @@ func TestEverything(t *testing.T) {
 	if !selects(np.Spec.PodSelector.MatchLabels, pods) {
 		t.Errorf("NetworkPolicy selects %v, not the controller's pods", np.Spec.PodSelector.MatchLabels)
 	}
-	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port.String() != "metrics" || len(np.Spec.Ingress[0].From) != 1 {
-		t.Errorf("ingress %+v, want the metrics port from the monitoring namespace", np.Spec.Ingress)
+	if len(np.Spec.Ingress) != 2 || len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port.String() != "metrics" || len(np.Spec.Ingress[0].From) != 1 {
+		t.Errorf("ingress %+v, want the metrics port from the monitoring namespace, and the injector's webhook", np.Spec.Ingress)
+	} else if in := np.Spec.Ingress[1]; len(in.Ports) != 1 || in.Ports[0].Port.String() != "webhook" || len(in.From) != 0 {
+		t.Errorf("ingress %+v, want the webhook port from anywhere (the API server)", in)
 	}
 	if len(np.Spec.Egress) != 2 || len(np.Spec.Egress[0].To) != 1 || np.Spec.Egress[0].To[0].IPBlock == nil || np.Spec.Egress[0].To[0].IPBlock.CIDR != "10.0.0.1/32" {
 		t.Errorf("egress %+v, want the API server's address, and the sidecars' port", np.Spec.Egress)
@@ -647,7 +654,7 @@ func alertNames(rf ruleFile) []string {
 func TestAlertSwitches(t *testing.T) {
 	all := []string{"HotreloadContentLeftBehind", "HotreloadControllerDown", "HotreloadControllerNotLeading", "HotreloadNudgesFailing", "HotreloadReloadFailing", "HotreloadRolloutAborted"}
 	if got := alertNames(prometheusRules(t, render(t, "--set", "prometheusRule.enabled=true"))); !slices.Equal(got, all) {
-		t.Errorf("default alerts %q, want %q (injectionMissed off)", got, all)
+		t.Errorf("default alerts %q, want %q (injectionMissed without the injector)", got, all)
 	}
 	off := "prometheusRule.enabled=true,prometheusRule.alerts.reloadFailing.enabled=false,prometheusRule.alerts.contentLeftBehind.enabled=false"
 	rf := prometheusRules(t, render(t, "--set", off))
@@ -672,7 +679,7 @@ func promtool(t *testing.T) string {
 // runs them over series that testdata/alerts-test.yaml writes.
 func TestAlertsFire(t *testing.T) {
 	pt := promtool(t)
-	rf := prometheusRules(t, render(t, "--set", "prometheusRule.enabled=true,prometheusRule.alerts.rolloutAborted.enabled=true,prometheusRule.alerts.injectionMissed.enabled=true"))
+	rf := prometheusRules(t, render(t, "--set", "prometheusRule.enabled=true,prometheusRule.alerts.rolloutAborted.enabled=true,injector.enabled=true"))
 	dir := t.TempDir()
 	writeYAML(t, filepath.Join(dir, "rules.yaml"), rf)
 	if out, err := manifest.Run(pt, "check", "rules", filepath.Join(dir, "rules.yaml")); err != nil {

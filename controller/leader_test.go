@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -28,8 +30,13 @@ func TestResumedLeaderStopsAtItsNextRenewal(t *testing.T) {
 	e := newEnv(t, []*corev1.Pod{newPod("a", mountConfigMap("app")), sentinelPod()},
 		[]*metav1.PartialObjectMetadata{objectMeta(ConfigMap, "app", "100"), objectMeta(ConfigMap, "sentinel", "100")})
 	apiServerConcurrency(e.client)
+	// A part's work of the leader's (the injector's certificates) runs
+	// while it leads, and stops with it.
+	part := &leadPart{}
 	e.start(Options{LeaderElection: &LeaderElection{Namespace: leaseNS, Name: leaseName, Identity: "frozen",
-		LeaseDuration: time.Minute, RenewDeadline: 30 * time.Second, RetryPeriod: 50 * time.Millisecond}})
+		LeaseDuration: time.Minute, RenewDeadline: 30 * time.Second, RetryPeriod: 50 * time.Millisecond},
+		Parts: []Part{part}})
+	poll(t, "the part's Lead starts", part.leading.Load)
 	e.update(ConfigMap, "app", "101")
 	e.waitPatched("a=configmap/app@101")
 
@@ -48,6 +55,7 @@ func TestResumedLeaderStopsAtItsNextRenewal(t *testing.T) {
 	}
 	start := time.Now()
 	poll(t, "the resumed leader stops leading", func() bool { return !e.c.Leading() })
+	poll(t, "the part's Lead returns", part.stopped.Load)
 	t.Logf("stopped leading %s after the Lease changed hands (renew deadline 30s)", time.Since(start).Round(time.Millisecond))
 	if got := logLines(e.logs, "level=warn", `msg="another replica holds the lease, no longer leading"`, "holder=other"); len(got) != 1 {
 		t.Errorf("%d lines say why it stopped, want 1", len(got))
@@ -122,4 +130,15 @@ func TestPatchErrorsAreOneWarning(t *testing.T) {
 	if n := len(logLines(e.logs, "level=error")); n != 0 {
 		t.Errorf("%d error lines", n)
 	}
+}
+
+// leadPart is a Part with no informers whose Lead says when it runs.
+type leadPart struct{ leading, stopped atomic.Bool }
+
+func (p *leadPart) Attach(Scope) error                     { return nil }
+func (p *leadPart) Informers() []cache.SharedIndexInformer { return nil }
+func (p *leadPart) Lead(ctx context.Context) {
+	p.leading.Store(true)
+	<-ctx.Done()
+	p.stopped.Store(true)
 }

@@ -43,6 +43,8 @@ var generated = []struct {
 	{"components/monitoring/monitoring.yaml", []string{"--set", monitor,
 		"-s", "templates/servicemonitor.yaml", "-s", "templates/podmonitor.yaml",
 		"-s", "templates/prometheusrule.yaml", "-s", "templates/dashboard.yaml"}},
+	{"components/injector/injector.yaml", []string{"--set", "injector.enabled=true",
+		"-s", "templates/injector-rbac.yaml", "-s", "templates/injector.yaml"}},
 }
 
 func TestGenerated(t *testing.T) {
@@ -86,6 +88,7 @@ func TestKustomizations(t *testing.T) {
 		{"overlays/namespaced", []string{"--set", "controller.namespaces={team-a}"}},
 		{"overlays/configmaps-only", []string{"--set", "controller.watchSecrets=false"}},
 		{"overlays/monitoring", []string{"--set", monitor + ",serviceMonitor.labels.release=prometheus,podMonitor.labels.release=prometheus,prometheusRule.labels.release=prometheus"}},
+		{"overlays/injector", []string{"--set", "injector.enabled=true"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			k, err := manifest.DecodeAll(manifest.Kustomize(t, tc.dir))

@@ -41,9 +41,11 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hotreload/hotreload/controller/injector"
 	"github.com/hotreload/hotreload/internal/config"
 
 	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/podpatch"
 )
 
 // What every hotreload container must look like. The resource figures leave
@@ -1339,8 +1341,9 @@ func TestHelmValues(t *testing.T) {
 		image   []string // the image's key
 		enabled []string // a key that must be true for the sidecar to run, if any
 		// The args each chart version renders for its reloader: configmap-reload's
-		// flags before prometheus 20.0 / alertmanager 1.0, prometheus-config-reloader's
-		// since. hotreload must take both as they are.
+		// flags before prometheus 20.0 / alertmanager 1.0 (with two dashes, as
+		// the charts write them, or one, as configmap-reload's usage does),
+		// prometheus-config-reloader's since. hotreload must take all as they are.
 		chartArgs [][]string
 		// extraArgs and extraVolumeDirs, if the chart has them.
 		extraArgs, extraVolumeDirs []string
@@ -1360,6 +1363,10 @@ func TestHelmValues(t *testing.T) {
 			image: []string{"configmapReload", "prometheus", "image"},
 			chartArgs: [][]string{
 				{"--volume-dir=/etc/config", "--webhook-url=http://127.0.0.1:9090/-/reload"},
+				// As configmap-reload's own usage writes them (Go's flag
+				// package), which manifests copied from it keep.
+				{"-volume-dir=/etc/config", "-webhook-url=http://127.0.0.1:9090/-/reload"},
+				{"-volume-dir", "/etc/config", "-webhook-url", "http://127.0.0.1:9090/-/reload", "-webhook-method", "POST", "-webhook-status-code", "200"},
 				{"--watched-dir=/etc/config", "--reload-url=http://127.0.0.1:9090/-/reload"},
 				{"--watched-dir=/etc/config", "--listen-address=0.0.0.0:8080", "--reload-url=http://127.0.0.1:9090/-/reload"},
 			},
@@ -1371,6 +1378,7 @@ func TestHelmValues(t *testing.T) {
 			enabled: []string{"configmapReload", "enabled"},
 			chartArgs: [][]string{
 				{"--volume-dir=/etc/alertmanager", "--webhook-url=http://127.0.0.1:9093/-/reload"},
+				{"-volume-dir=/etc/alertmanager", "-webhook-url=http://127.0.0.1:9093/-/reload"},
 				{"--watched-dir=/etc/alertmanager", "--reload-url=http://127.0.0.1:9093/-/reload"},
 			},
 		}},
@@ -1525,4 +1533,65 @@ func checkImageSwap(t *testing.T, values map[string]any, imageKey, enabledKey, c
 	if _, err := parseArgs(args); err != nil {
 		t.Errorf("the chart's args %q do not parse with hotreload: %v", args, err)
 	}
+}
+
+// TestInjectedWorkload runs the injector on examples/injector/workload.yaml
+// (one annotation) and holds the sidecar it adds, native and classic, to the
+// rules of every hand-written example; the app's own containers and volumes
+// stay as they were.
+func TestInjectedWorkload(t *testing.T) {
+	const file = "injector/workload.yaml"
+	var d *appsv1.Deployment
+	for _, doc := range decodeFile(t, file) {
+		if o, ok := doc.obj.(*appsv1.Deployment); ok {
+			d = o
+		}
+	}
+	if d == nil {
+		t.Fatalf("%s has no Deployment", file)
+	}
+	var ours []string
+	for k := range d.Spec.Template.Annotations {
+		if strings.HasPrefix(k, "hotreload.dev/") {
+			ours = append(ours, k)
+		}
+	}
+	if !slices.Equal(ours, []string{injector.AnnotationReloadURL}) || len(sidecars(&d.Spec.Template.Spec)) != 0 {
+		t.Fatalf("annotations %q, %d sidecars: the example adopts hotreload with the one annotation alone", ours, len(sidecars(&d.Spec.Template.Spec)))
+	}
+	for _, native := range []bool{true, false} {
+		t.Run(map[bool]string{true: "native", false: "classic"}[native], func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
+			p.Namespace = "default"
+			req, warnings, err := injector.ParseAnnotations(p.Annotations)
+			if err != nil || len(warnings) > 0 {
+				t.Fatalf("annotations: %v %q", err, warnings)
+			}
+			res, err := injector.Mutate(p, req, injector.Sidecar{Image: hotreloadImage, Native: native, ContentKeySecret: "hotreload-content-key"})
+			if err != nil || len(res.Warnings) > 0 {
+				t.Fatalf("mutate: %v %q", err, res.Warnings)
+			}
+			got := applyJSONPatch(t, p, res.Patch)
+			ss := sidecars(&got.Spec)
+			if len(ss) != 1 || ss[0].init != native {
+				t.Fatalf("%d sidecars (init %v)", len(ss), len(ss) > 0 && ss[0].init)
+			}
+			for _, prob := range append(hotreloadProblems(pod{spec: &got.Spec}, ss[0]), podProblems(&got.Spec)...) {
+				t.Error(prob)
+			}
+			app := got.Spec.Containers[0]
+			if app.Name != "app" || len(app.VolumeMounts) != 1 || got.Spec.Volumes[0].ConfigMap == nil {
+				t.Errorf("the app changed: %+v", app)
+			}
+		})
+	}
+}
+
+func applyJSONPatch(t *testing.T, p *corev1.Pod, ops []injector.Op) *corev1.Pod {
+	t.Helper()
+	got, err := podpatch.Apply(p, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

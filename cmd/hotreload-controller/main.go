@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,9 +23,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	promversion "github.com/prometheus/common/version"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -34,6 +37,7 @@ import (
 
 	"github.com/hotreload/hotreload/controller"
 	"github.com/hotreload/hotreload/controller/config"
+	"github.com/hotreload/hotreload/controller/injector"
 	"github.com/hotreload/hotreload/controller/rollout"
 	"github.com/hotreload/hotreload/internal/cli"
 	"github.com/hotreload/hotreload/internal/version"
@@ -110,13 +114,34 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		opts.Parts = append(opts.Parts, part)
 	}
+	ready := func() bool { return true }
+	var inj *injector.Injector
+	if cfg.Injector.Enabled {
+		webhooks, err := admissionregistrationv1client.NewForConfigAndClient(restConfig, httpClient)
+		if err != nil {
+			return badInput(stderr, fmt.Errorf("--kubeconfig: %w", err))
+		}
+		inj, err = newInjector(logger, reg, cfg, pods, webhooks)
+		if err != nil {
+			return badInput(stderr, err)
+		}
+		opts.Parts = append(opts.Parts, inj)
+		ready = inj.Ready
+	}
 	c, err := controller.New(logger, reg, opts)
 	if err != nil {
 		return badInput(stderr, err)
 	}
-	srv, err := web.Listen(logger, cfg.ListenAddress, handler(reg, cfg.TelemetryPath, c.Ready))
+	srv, err := web.Listen(logger, cfg.ListenAddress, handler(reg, cfg.TelemetryPath, func() bool { return c.Ready() && ready() }))
 	if err != nil {
 		return badInput(stderr, err)
+	}
+	var webhookSrv *web.Server
+	if inj != nil {
+		webhookSrv, err = web.ListenTLS(logger, "--injector.listen-address", cfg.Injector.ListenAddress, inj.Handler(), inj.TLSConfig())
+		if err != nil {
+			return badInput(stderr, err)
+		}
 	}
 
 	namespaces := "all"
@@ -124,7 +149,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		namespaces = strings.Join(cfg.Namespaces, ",")
 	}
 	level.Info(logger).Log("msg", "starting", "version", version.Version, "revision", version.Revision,
-		"api", restConfig.Host, "namespaces", namespaces, "secrets", cfg.WatchSecrets, "coalesce", cfg.Coalesce, "leader_elect", cfg.LeaderElect)
+		"api", restConfig.Host, "namespaces", namespaces, "secrets", cfg.WatchSecrets, "coalesce", cfg.Coalesce, "leader_elect", cfg.LeaderElect,
+		"injector", cfg.Injector.Enabled)
 
 	var g run.Group
 	g.Add(cli.Until(func(stop context.Context) error {
@@ -142,12 +168,52 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}))
 	g.Add(cli.Until(c.Run))
 	g.Add(cli.Until(srv.Run))
+	if inj != nil {
+		g.Add(cli.Until(inj.Run))
+		g.Add(cli.Until(webhookSrv.Run))
+	}
 	if err := g.Run(); err != nil {
 		level.Error(logger).Log("msg", "exiting", "err", err)
 		return 1
 	}
 	level.Info(logger).Log("msg", "stopped")
 	return 0
+}
+
+// newInjector builds the injector of the command line: its clients and
+// its certificates' names.
+func newInjector(logger log.Logger, reg prometheus.Registerer, cfg *config.Config, core *corev1client.CoreV1Client,
+	webhooks admissionregistrationv1client.MutatingWebhookConfigurationsGetter) (*injector.Injector, error) {
+	ic := cfg.Injector
+	return injector.New(logger, reg, injector.Options{
+		Sidecar:        injector.Sidecar{Image: ic.Image, ImagePullPolicy: corev1.PullPolicy(ic.ImagePullPolicy)},
+		NativeSidecars: ic.NativeSidecars,
+		ServerVersion: func(ctx context.Context) (string, error) {
+			b, err := core.RESTClient().Get().AbsPath("/version").DoRaw(ctx)
+			if err != nil {
+				return "", err
+			}
+			var info struct {
+				GitVersion string `json:"gitVersion"`
+			}
+			if err := json.Unmarshal(b, &info); err != nil {
+				return "", fmt.Errorf("decode /version: %w", err)
+			}
+			return info.GitVersion, nil
+		},
+		Namespace:         ic.Namespace,
+		ExcludeNamespaces: ic.ExcludeNamespaces,
+		ContentKey:        ic.ContentKey,
+		ContentKeySecret:  ic.ContentKeySecret,
+		Certs:             ic.Certs,
+		CertSecret:        ic.CertSecret,
+		Webhook:           ic.Webhook,
+		Service:           ic.Service,
+		CertTimes:         injector.CertTimes{CA: ic.CAValidity, Cert: ic.CertValidity, Overlap: ic.CertOverlap},
+		Secrets:           core,
+		Events:            core,
+		Webhooks:          webhooks,
+	})
 }
 
 // rollouts builds the rollout part. Without the ConfigRollout CRD (or

@@ -15,6 +15,7 @@ import (
 )
 
 func TestBadInputIsOneLine(t *testing.T) {
+	kubeconfigFile := kubeconfig(t, "https://127.0.0.1:1", "token")
 	tests := []struct {
 		name string
 		args []string
@@ -22,6 +23,9 @@ func TestBadInputIsOneLine(t *testing.T) {
 	}{
 		{"bad flag value", []string{"--workers", "0"}, "hotreload-controller: error: --workers 0: want 1 to 100\n"},
 		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig", "--no-leader-elect"}, "hotreload-controller: error: --kubeconfig /nonexistent/kubeconfig: "},
+		{"injector without image", []string{"--injector", "--no-leader-elect", "--injector.namespace=x"}, "hotreload-controller: error: --injector.image is required"},
+		{"injector certificate times", []string{"--kubeconfig", kubeconfigFile, "--injector", "--injector.image=x", "--no-leader-elect", "--injector.namespace=x", "--injector.cert-validity=1h", "--injector.ca-validity=2h"},
+			"hotreload-controller: error: --injector.ca-validity 2h0m0s: want at least 4 times --injector.cert-validity 1h0m0s\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

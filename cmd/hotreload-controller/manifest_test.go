@@ -37,7 +37,9 @@ var kinds = map[string]func() any{
 	"apps/v1/Deployment":                                               func() any { return new(appsv1.Deployment) },
 	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy":        func() any { return new(admissionregistrationv1.ValidatingAdmissionPolicy) },
 	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": func() any { return new(admissionregistrationv1.ValidatingAdmissionPolicyBinding) },
-	"apiextensions.k8s.io/v1/CustomResourceDefinition":                 func() any { return new(crdObject) },
+	"admissionregistration.k8s.io/v1/MutatingWebhookConfiguration":     func() any { return new(admissionregistrationv1.MutatingWebhookConfiguration) },
+	"v1/Service": func() any { return new(corev1.Service) },
+	"apiextensions.k8s.io/v1/CustomResourceDefinition": func() any { return new(crdObject) },
 }
 
 // crdObject is a CustomResourceDefinition, whose spec the API server
@@ -52,7 +54,10 @@ var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
 
 func decodeManifests(t *testing.T, file string) []any {
 	t.Helper()
-	b, err := os.ReadFile("../../examples/controller/" + file)
+	if !strings.Contains(file, "/") {
+		file = "controller/" + file
+	}
+	b, err := os.ReadFile("../../examples/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,5 +262,125 @@ func TestWorkloadManifestOptsIn(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "hotreload") {
 		t.Errorf("containers %s: no hotreload sidecar", buf.String())
+	}
+}
+
+// The injector's part of the install (examples/injector): what the API
+// server needs to call it, and what its token needs, named as the flags'
+// defaults name them, and nothing more.
+func TestInjectorManifest(t *testing.T) {
+	const ns = "hotreload-system"
+	objs := decodeManifests(t, "injector/injector.yaml")
+
+	// The controller's Deployment as the kustomization patches it: the
+	// args parse, with the injector on.
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+		Patches    []struct {
+			Target map[string]string `json:"target"`
+			Patch  string            `json:"patch"`
+		} `json:"patches"`
+	}
+	b, err := os.ReadFile("../../examples/injector/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Patches) != 1 || !slices.Equal(k.Resources, []string{"../controller", "injector.yaml"}) {
+		t.Fatalf("kustomization %+v", k)
+	}
+	d := decodeDocuments(t, "kustomization.yaml patch", []byte(k.Patches[0].Patch))[0].(*appsv1.Deployment)
+	c := d.Spec.Template.Spec.Containers[0]
+	cfg, err := config.ParseIn(c.Args, ns, "pod")
+	if err != nil {
+		t.Fatalf("args %q: %v", c.Args, err)
+	}
+	ic := cfg.Injector
+	if !ic.Enabled || ic.Namespace != ns || ic.Certs != "self" {
+		t.Errorf("injector %+v", ic)
+	}
+	_, port, _ := strings.Cut(ic.ListenAddress, ":")
+	if len(c.Ports) != 1 || c.Ports[0].Name != "webhook" || fmt.Sprint(c.Ports[0].ContainerPort) != port {
+		t.Errorf("ports %+v, want webhook on %s", c.Ports, port)
+	}
+
+	svc := only[*corev1.Service](t, objs)
+	if svc.Name != ic.Service || svc.Namespace != ns || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.String() != "webhook" {
+		t.Errorf("Service %s/%s %+v", svc.Namespace, svc.Name, svc.Spec.Ports)
+	}
+	if svc.Spec.Selector["app.kubernetes.io/name"] != "hotreload-controller" {
+		t.Errorf("the Service selects %v", svc.Spec.Selector)
+	}
+
+	wh := only[*admissionregistrationv1.MutatingWebhookConfiguration](t, objs)
+	if wh.Name != ic.Webhook || len(wh.Webhooks) != 1 {
+		t.Fatalf("webhook configuration %s with %d webhooks", wh.Name, len(wh.Webhooks))
+	}
+	w := wh.Webhooks[0]
+	ref := w.ClientConfig.Service
+	switch {
+	case ref == nil || ref.Name != ic.Service || ref.Namespace != ns || ref.Path == nil || *ref.Path != "/inject" || ref.Port == nil || *ref.Port != 443:
+		t.Errorf("client config %+v", w.ClientConfig)
+	case w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore:
+		t.Error("failurePolicy is not Ignore: an injector that is down would stop every pod it matches")
+	case w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun:
+		t.Error("sideEffects is not NoneOnDryRun (it creates the content key, never on a dry run)")
+	case w.ClientConfig.CABundle != nil:
+		t.Error("a caBundle in the manifest: the leader writes it")
+	case len(w.Rules) != 1 || !slices.Equal(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) ||
+		!slices.Equal(w.Rules[0].Resources, []string{"pods"}) || !slices.Equal(w.Rules[0].APIGroups, []string{""}):
+		t.Errorf("rules %+v, want CREATE of pods only", w.Rules)
+	case w.TimeoutSeconds == nil || *w.TimeoutSeconds > 10:
+		t.Errorf("timeoutSeconds %v", w.TimeoutSeconds)
+	}
+	excluded := w.NamespaceSelector.MatchExpressions
+	if len(excluded) != 1 || excluded[0].Key != "kubernetes.io/metadata.name" || excluded[0].Operator != metav1.LabelSelectorOpNotIn ||
+		!slices.Contains(excluded[0].Values, "kube-system") || !slices.Contains(excluded[0].Values, ns) {
+		t.Errorf("namespaceSelector %+v: want kube-system and %s left out", w.NamespaceSelector, ns)
+	}
+	if len(w.MatchConditions) != 1 || !strings.Contains(w.MatchConditions[0].Expression, "startsWith('hotreload.dev/')") {
+		t.Errorf("matchConditions %+v", w.MatchConditions)
+	}
+
+	rules := func(rs []rbacv1.PolicyRule) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%v %v %v %v", r.APIGroups, r.Resources, r.ResourceNames, r.Verbs))
+		}
+		return out
+	}
+	cr := only[*rbacv1.ClusterRole](t, objs)
+	wantCluster := []string{
+		"[] [secrets] [" + ic.ContentKeySecret + "] [get]",
+		"[] [secrets] [] [create]",
+		"[] [events] [] [create patch]",
+		"[admissionregistration.k8s.io] [mutatingwebhookconfigurations] [" + ic.Webhook + "] [get list watch update]",
+	}
+	if got := rules(cr.Rules); !slices.Equal(got, wantCluster) {
+		t.Errorf("ClusterRole rules %q, want %q", got, wantCluster)
+	}
+	role := only[*rbacv1.Role](t, objs)
+	if got, want := rules(role.Rules), []string{"[] [secrets] [" + ic.CertSecret + "] [get list watch update]"}; !slices.Equal(got, want) || role.Namespace != ns {
+		t.Errorf("Role rules %q, want %q", got, want)
+	}
+	crb, rb := only[*rbacv1.ClusterRoleBinding](t, objs), only[*rbacv1.RoleBinding](t, objs)
+	for _, subjects := range [][]rbacv1.Subject{crb.Subjects, rb.Subjects} {
+		if len(subjects) != 1 || subjects[0].Name != "hotreload-controller" || subjects[0].Namespace != ns {
+			t.Errorf("subjects %+v", subjects)
+		}
+	}
+	if crb.RoleRef.Name != cr.Name || rb.RoleRef.Name != role.Name {
+		t.Errorf("bindings refer to %s and %s", crb.RoleRef.Name, rb.RoleRef.Name)
+	}
+	vap := only[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs)
+	if vb := only[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs); vb.Spec.PolicyName != vap.Name {
+		t.Errorf("the binding binds %s", vb.Spec.PolicyName)
+	}
+	if e := vap.Spec.Validations[0].Expression; !strings.Contains(e, "'"+ic.ContentKeySecret+"'") || !strings.Contains(e, "'"+ic.CertSecret+"'") {
+		t.Errorf("the policy does not name the Secrets of the flags: %s", e)
 	}
 }

@@ -48,6 +48,8 @@ type Config struct {
 	TelemetryPath string
 	LogLevel      string
 	LogFormat     string
+
+	Injector Injector
 }
 
 // Register adds every flag to app. Each flag also reads the environment
@@ -96,6 +98,8 @@ func (c *Config) Register(app *kingpin.Application) {
 	flag("test.content-url", "For tests only: read every sidecar's report from this URL instead of the pod's address; {namespace} and {pod} are filled in.").
 		Hidden().PlaceHolder("URL").StringVar(&c.TestContentURL)
 
+	c.registerInjector(flag)
+
 	flag("web.listen-address", "Address to serve metrics and health endpoints on.").
 		Default(":9534").StringVar(&c.ListenAddress)
 	flag("web.telemetry-path", "Path of the metrics endpoint.").
@@ -133,15 +137,25 @@ func parse(args []string, version string, out io.Writer, terminate func(int), re
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	own := func() (string, error) {
+		b, err := readFile(ServiceAccountNamespaceFile)
+		if err != nil || strings.TrimSpace(string(b)) == "" {
+			return "", errors.New("no service account namespace")
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := c.checkInjector(own); err != nil {
+		return nil, err
+	}
 	if !c.LeaderElect {
 		return c, nil
 	}
 	if c.LeaseNamespace == "" {
-		b, err := readFile(ServiceAccountNamespaceFile)
-		if err != nil || strings.TrimSpace(string(b)) == "" {
+		ns, err := own()
+		if err != nil {
 			return nil, errors.New("--leader-elect.lease-namespace is required outside a pod (or give --no-leader-elect)")
 		}
-		c.LeaseNamespace = strings.TrimSpace(string(b))
+		c.LeaseNamespace = ns
 	}
 	if c.Identity == "" {
 		h, err := hostname()

@@ -30,6 +30,11 @@ func TestDefaults(t *testing.T) {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Rollouts: true, RolloutWorkers: 4, ScrapeTimeout: 2 * time.Second,
 		ListenAddress: ":9534", TelemetryPath: "/metrics", LogLevel: "info", LogFormat: "logfmt",
+		Injector: Injector{
+			ListenAddress: ":8443", NativeSidecars: "auto", ContentKey: "create", ContentKeySecret: "hotreload-content-key",
+			Certs: "self", CertSecret: "hotreload-injector-tls", Webhook: "hotreload-injector", Service: "hotreload-injector",
+			CertValidity: 720 * time.Hour, CAValidity: 8760 * time.Hour, CertOverlap: 2 * time.Minute,
+		},
 	}
 	if c.Namespaces != nil {
 		t.Errorf("namespaces = %q, want none (the whole cluster)", c.Namespaces)
@@ -95,6 +100,13 @@ func TestBadCommandLines(t *testing.T) {
 		{"metrics under /-/", []string{"--web.telemetry-path", "/-/metrics"}, false, "--web.telemetry-path"},
 		{"bad log level", []string{"--log.level", "loud"}, false, `--log.level "loud": want debug, info, warn or error`},
 		{"bad log format", []string{"--log.format", "xml"}, false, `--log.format "xml": want logfmt or json`},
+		{"injector without an image", []string{"--injector"}, false, "--injector.image is required: this build (version none) is not a release"},
+		{"injector on the metrics port", []string{"--injector", "--injector.image=x", "--injector.listen-address=:9534"}, false, "--injector.listen-address :9534: the same as --web.listen-address"},
+		{"injector address", []string{"--injector", "--injector.image=x", "--injector.listen-address=8443"}, false, `--injector.listen-address "8443": want host:port`},
+		{"injector outside a pod", []string{"--injector", "--injector.image=x", "--no-leader-elect"}, true, "--injector.namespace is required outside a pod"},
+		{"injector native sidecars", []string{"--injector.native-sidecars=maybe"}, false, `--injector.native-sidecars "maybe": want auto, true, false`},
+		{"injector certs", []string{"--injector.certs=cert-manager"}, false, `--injector.certs "cert-manager": want self, external`},
+		{"injector empty secret", []string{"--injector", "--injector.image=x", "--injector.cert-secret="}, false, `--injector.cert-secret "": must not be empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,5 +139,21 @@ func TestIdentityAndNamespaceFlagsWin(t *testing.T) {
 	}
 	if c.LeaseNamespace != "ops" || c.Identity != "me" {
 		t.Errorf("got %+v", c)
+	}
+}
+
+func TestInjector(t *testing.T) {
+	c, err := parseIn("--injector", "--injector.image=registry.example.com/hotreload:v1", "--injector.exclude-namespace=ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := c.Injector
+	if !i.Enabled || i.Image != "registry.example.com/hotreload:v1" || i.Namespace != "hotreload-system" || strings.Join(i.ExcludeNamespaces, ",") != "ci" {
+		t.Errorf("%+v", i)
+	}
+	for v, release := range map[string]bool{"v0.1.0": true, "v1.2.3-rc.1": true, "dev": false, "v0.1.0-3-gabc123-dirty": false, "abc123": false} {
+		if got := releaseVersion.MatchString(v); got != release {
+			t.Errorf("%s: release %v, want %v", v, got, release)
+		}
 	}
 }

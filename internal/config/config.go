@@ -172,7 +172,7 @@ func Parse(args []string, version string, out io.Writer, terminate func(int)) (*
 	app.Version(version).Writer(out).UsageWriter(out).ErrorWriter(out).Terminate(terminate)
 	app.HelpFlag.Short('h')
 	c.Register(app)
-	args, err := boolArgs(app, args)
+	args, err := boolArgs(app, goArgs(app, args))
 	if err != nil {
 		return nil, err
 	}

@@ -2,9 +2,12 @@ package config
 
 import (
 	"bytes"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +85,121 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 	}
 	if c.Webhook.Method != "PUT" || strings.Join(c.Webhook.StatusCodes, ",") != "204" || c.Retries != 3 || c.ListenAddress != ":8080" || c.TelemetryPath != "/custom" {
 		t.Errorf("config = %+v", c)
+	}
+}
+
+// configmapReloadFlags is configmap-reload's command line as it declares
+// it, with Go's flag package: the names, and the types that decide how Go
+// parses a value. A command line that this set takes is one that users'
+// manifests may hold.
+func configmapReloadFlags() (*flag.FlagSet, *configmapReloadValues) {
+	v := &configmapReloadValues{}
+	fs := flag.NewFlagSet("configmap-reload", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("volume-dir", "the config map volume directory to watch for updates; may be used multiple times", func(s string) error {
+		v.volumeDirs = append(v.volumeDirs, s)
+		return nil
+	})
+	fs.Func("webhook-url", "the url to send a request to when the specified config map volume directory has been updated", func(s string) error {
+		v.webhookURLs = append(v.webhookURLs, s)
+		return nil
+	})
+	fs.StringVar(&v.method, "webhook-method", "POST", "the HTTP method url to use to send the webhook")
+	fs.IntVar(&v.statusCode, "webhook-status-code", 200, "the HTTP status code indicating successful triggering of reload")
+	fs.IntVar(&v.retries, "webhook-retries", 1, "the amount of times to retry the webhook reload request")
+	fs.StringVar(&v.listen, "web.listen-address", ":9533", "address to listen on for web interface and telemetry")
+	fs.StringVar(&v.telemetry, "web.telemetry-path", "/metrics", "path under which to expose metrics")
+	return fs, v
+}
+
+type configmapReloadValues struct {
+	volumeDirs, webhookURLs []string
+	method                  string
+	statusCode, retries     int
+	listen, telemetry       string
+}
+
+// Manifests written for configmap-reload keep working: every spelling of
+// its flags that Go's flag package takes (one dash or two, the value after
+// "=" or as the next argument) parses to the same values here.
+func TestConfigmapReloadGoFlags(t *testing.T) {
+	tests := map[string][]string{
+		"one dash, =": {
+			"-volume-dir=/etc/config", "-volume-dir=/etc/secrets",
+			"-webhook-url=http://127.0.0.1:9090/-/reload", "-webhook-url=http://127.0.0.1:9093/-/reload",
+			"-webhook-method=PUT", "-webhook-status-code=204", "-webhook-retries=3",
+			"-web.listen-address=:8080", "-web.telemetry-path=/custom",
+		},
+		"one dash, separate values": {
+			"-volume-dir", "/etc/config", "-volume-dir", "/etc/secrets",
+			"-webhook-url", "http://127.0.0.1:9090/-/reload", "-webhook-url", "http://127.0.0.1:9093/-/reload",
+			"-webhook-method", "PUT", "-webhook-status-code", "204", "-webhook-retries", "3",
+			"-web.listen-address", ":8080", "-web.telemetry-path", "/custom",
+		},
+		"two dashes, mixed": {
+			"--volume-dir", "/etc/config", "-volume-dir=/etc/secrets",
+			"--webhook-url=http://127.0.0.1:9090/-/reload", "-webhook-url", "http://127.0.0.1:9093/-/reload",
+			"--webhook-method", "PUT", "-webhook-status-code=204", "--webhook-retries=3",
+			"-web.listen-address", ":8080", "--web.telemetry-path=/custom",
+		},
+	}
+	for name, args := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs, want := configmapReloadFlags()
+			if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+				t.Fatalf("configmap-reload's flag set refuses %q (%v, %d left): the test's command line is wrong", args, err, fs.NArg())
+			}
+			c, targets, err := parseAll(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checks := []struct {
+				name      string
+				got, want any
+			}{
+				{"volume dirs", strings.Join(c.VolumeDirs, ","), strings.Join(want.volumeDirs, ",")},
+				{"webhook urls", strings.Join(c.WebhookURLs, ","), strings.Join(want.webhookURLs, ",")},
+				{"method", c.Webhook.Method, want.method},
+				{"status codes", strings.Join(c.Webhook.StatusCodes, ","), strconv.Itoa(want.statusCode)},
+				{"retries", c.Retries, want.retries},
+				{"listen", c.ListenAddress, want.listen},
+				{"telemetry", c.TelemetryPath, want.telemetry},
+				{"targets", len(targets), len(want.webhookURLs)},
+			}
+			for _, ck := range checks {
+				if ck.got != ck.want {
+					t.Errorf("%s = %v, want %v as configmap-reload reads it", ck.name, ck.got, ck.want)
+				}
+			}
+		})
+	}
+}
+
+// Only the names of hotreload's long flags take one dash: a value that
+// starts with one, or looks like a flag, stays a value, and -h stays help.
+func TestGoFlagsRewriteOnlyFlagNames(t *testing.T) {
+	c, err := parse(t, "-volume-dir", "-volume-dir", "-webhook-url=http://127.0.0.1/-/reload", "-webhook-header", "-X: y", "-poll", "-reload-on-start=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.VolumeDirs, ","); got != "-volume-dir" {
+		t.Errorf("volume dirs = %q, want the value as given", got)
+	}
+	if got := strings.Join(c.Webhook.Headers, ","); got != "-X: y" {
+		t.Errorf("headers = %q, want the value as given", got)
+	}
+	if !c.Poll || c.ReloadOnStart {
+		t.Errorf("poll = %v, reload on start = %v: the switches with one dash", c.Poll, c.ReloadOnStart)
+	}
+	if _, err := parse(t, "-volume-dir=/etc/config", "-webhook-url=http://127.0.0.1/", "-no-such-flag=1"); err == nil {
+		t.Error("an unknown flag with one dash parsed")
+	}
+	var out bytes.Buffer
+	terminated := false
+	// terminate does not stop Parse here, which then finds no --volume-dir.
+	_, _ = Parse([]string{"-h"}, "test", &out, func(int) { terminated = true })
+	if !terminated || !strings.Contains(out.String(), "usage: hotreload") {
+		t.Errorf("-h: terminated %v, output %.80q: want the help", terminated, out.String())
 	}
 }
 

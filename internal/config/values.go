@@ -197,6 +197,50 @@ func (v boolValue) Set(s string) error {
 func (v boolValue) String() string   { return strconv.FormatBool(*v.b) }
 func (v boolValue) IsBoolFlag() bool { return true }
 
+// goArgs rewrites the long flags of app written as Go's flag package takes
+// them, with one dash (-volume-dir=/etc/config, -webhook-url URL), into
+// kingpin's two: configmap-reload parses its command line with Go's flag
+// package, and manifests written for it keep working unchanged. Only the
+// names of app's long flags (and --no- of its switches) are rewritten, and
+// never a flag's value: -h stays kingpin's short help, and an argument that
+// follows a flag written without "=" is that flag's value, as in Go, even
+// when it starts with a dash.
+func goArgs(app *kingpin.Application, args []string) []string {
+	takesValue := map[string]bool{}
+	for _, f := range app.Model().Flags {
+		takesValue[f.Name] = !f.IsBoolFlag()
+		if f.IsBoolFlag() {
+			takesValue["no-"+f.Name] = false
+		}
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" {
+			return append(out, args[i:]...)
+		}
+		dashes := "--"
+		if !strings.HasPrefix(a, "--") {
+			dashes = "-"
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a, dashes), "=")
+		v, known := takesValue[name]
+		if !strings.HasPrefix(a, "-") || !known || len(name) < 2 {
+			out = append(out, a)
+			continue
+		}
+		a = "--" + strings.TrimPrefix(a, dashes)
+		if v && !hasValue && i+1 < len(args) {
+			// Joined, since kingpin takes no separate value that starts
+			// with a dash.
+			i++
+			a += "=" + args[i]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // boolArgs rewrites --flag=true and --flag=false of app's switches into
 // --flag and --no-flag. kingpin takes no value after a switch and reports
 // --poll=maybe as "unexpected maybe", without naming the flag; here any

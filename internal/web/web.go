@@ -3,6 +3,7 @@ package web
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,16 +118,33 @@ type Server struct {
 	srv        *http.Server
 	errorLog   *serverLog
 	configFile string
+	tls        *tls.Config // ListenTLS's
 }
 
 // Listen binds addr, so that a port in use is an error at start.
 func Listen(logger log.Logger, addr string, h http.Handler) (*Server, error) {
+	return listen(logger, "--web.listen-address", addr, h)
+}
+
+// ListenTLS binds addr, named by flag in errors, for a server that serves
+// TLS with cfg (its GetCertificate gives the current certificate at every
+// handshake), such as the injector's admission webhook.
+func ListenTLS(logger log.Logger, flag, addr string, h http.Handler, cfg *tls.Config) (*Server, error) {
+	s, err := listen(logger, flag, addr, h)
+	if err != nil {
+		return nil, err
+	}
+	s.tls = cfg
+	return s, nil
+}
+
+func listen(logger log.Logger, flag, addr string, h http.Handler) (*Server, error) {
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--web.listen-address %s: %w", addr, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
 	logger = log.With(logger, "component", "web")
 	errorLog := newServerLog(logger)
@@ -182,9 +200,13 @@ func CheckConfigFile(path string) error {
 
 // Run serves until ctx is done.
 func (s *Server) Run(ctx context.Context) error {
-	level.Info(s.logger).Log("msg", "listening", "address", s.ln.Addr(), "tls", s.configFile != "")
+	level.Info(s.logger).Log("msg", "listening", "address", s.ln.Addr(), "tls", s.configFile != "" || s.tls != nil)
 	errc := make(chan error, 1)
 	go func() {
+		if s.tls != nil {
+			errc <- s.srv.Serve(tls.NewListener(s.ln, s.tls))
+			return
+		}
 		errc <- toolkit.Serve(s.ln, s.srv, &toolkit.FlagConfig{WebConfigFile: &s.configFile}, slog.New(toolkitLog{s.logger}))
 	}()
 	select {

@@ -114,8 +114,24 @@ secrets; the API server sends no data in it.
 
 {{/* Bad combinations of values, each refused in one line. */}}
 {{- define "hotreload.validate" -}}
-{{- if .Values.injector.enabled -}}
-{{- fail "injector.enabled: the injector is not part of this chart version yet (issue #24); leave it false" -}}
+{{- $i := .Values.injector -}}
+{{- if not (has $i.nativeSidecars (list "auto" "true" "false")) -}}
+{{- fail (printf "injector.nativeSidecars %q: must be auto, true or false" (toString $i.nativeSidecars)) -}}
+{{- end -}}
+{{- if not (has $i.contentKey (list "create" "existing" "off")) -}}
+{{- fail (printf "injector.contentKey %q: must be create, existing or off" $i.contentKey) -}}
+{{- end -}}
+{{- if not (has $i.certs.source (list "self" "cert-manager")) -}}
+{{- fail (printf "injector.certs.source %q: must be self or cert-manager" $i.certs.source) -}}
+{{- end -}}
+{{- if not (has $i.failurePolicy (list "Ignore" "Fail")) -}}
+{{- fail (printf "injector.failurePolicy %q: must be Ignore or Fail" $i.failurePolicy) -}}
+{{- end -}}
+{{- if or (lt (int $i.timeoutSeconds) 1) (gt (int $i.timeoutSeconds) 30) -}}
+{{- fail (printf "injector.timeoutSeconds %v: must be from 1 to 30" $i.timeoutSeconds) -}}
+{{- end -}}
+{{- if and $i.enabled (eq (int $i.port) (int .Values.controller.port)) -}}
+{{- fail (printf "injector.port %v: the same as controller.port" $i.port) -}}
 {{- end -}}
 {{- if and (gt (int .Values.controller.replicas) 1) (not .Values.controller.leaderElection.enabled) -}}
 {{- fail (printf "controller.replicas %d with leaderElection.enabled false: every replica would patch pods; use one replica or leader election" (int .Values.controller.replicas)) -}}
@@ -140,4 +156,37 @@ secrets; the API server sends no data in it.
 {{- if and .Values.networkPolicy.enabled .Values.networkPolicy.egress.enabled (not .Values.networkPolicy.egress.apiServerCIDRs) -}}
 {{- fail "networkPolicy.egress.enabled needs networkPolicy.egress.apiServerCIDRs: the API server's addresses (kubectl get endpoints kubernetes -n default)" -}}
 {{- end -}}
+{{- end -}}
+
+
+{{/* The injector's objects: hotreload-injector for a release named hotreload. */}}
+{{- define "hotreload.injector.name" -}}
+{{- printf "%s-injector" (include "hotreload.fullname" .) -}}
+{{- end -}}
+
+{{/* The Secret of the webhook's serving certificate. */}}
+{{- define "hotreload.injector.secret" -}}
+{{- printf "%s-injector-tls" (include "hotreload.fullname" .) -}}
+{{- end -}}
+
+{{/*
+The injector's rules where it injects: get the content key Secret by name
+and create it (RBAC cannot limit create to a name; the secrets policy
+does), and Events on pods and their owners.
+*/}}
+{{- define "hotreload.injector.rules" -}}
+{{- if ne .Values.injector.contentKey "off" }}
+- apiGroups: [""]
+  resources: [secrets]
+  resourceNames: [hotreload-content-key]
+  verbs: [get]
+{{- end }}
+{{- if eq .Values.injector.contentKey "create" }}
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [create]
+{{- end }}
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
 {{- end -}}

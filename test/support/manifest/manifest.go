@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -56,6 +57,15 @@ var kinds = map[string]func() any{
 	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return new(rbacv1.ClusterRoleBinding) },
 	"rbac.authorization.k8s.io/v1/Role":               func() any { return new(rbacv1.Role) },
 	"rbac.authorization.k8s.io/v1/RoleBinding":        func() any { return new(rbacv1.RoleBinding) },
+	"admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": func() any {
+		return new(admissionregistrationv1.MutatingWebhookConfiguration)
+	},
+	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy": func() any {
+		return new(admissionregistrationv1.ValidatingAdmissionPolicy)
+	},
+	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": func() any {
+		return new(admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+	},
 }
 
 // Untyped kinds are decoded as maps only; any other kind is an error, so a
@@ -65,6 +75,8 @@ var untyped = map[string]bool{
 	"monitoring.coreos.com/v1/PodMonitor":              true,
 	"monitoring.coreos.com/v1/PrometheusRule":          true,
 	"apiextensions.k8s.io/v1/CustomResourceDefinition": true,
+	"cert-manager.io/v1/Certificate":                   true,
+	"cert-manager.io/v1/Issuer":                        true,
 }
 
 var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
