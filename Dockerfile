@@ -27,7 +27,10 @@ LABEL org.opencontainers.image.title="hotreload" \
 
 # The users of distroless nonroot, for bases that have none (see the Makefile).
 COPY bin/etc/passwd bin/etc/group /etc/
-COPY bin/${TARGETOS}_${TARGETARCH}${TARGETVARIANT}/hotreload /hotreload
+# In /usr/bin, not /: a pod mounts its views' volumes under /hotreload/
+# (docs/design/fleet.md), which a file named /hotreload would block (runc:
+# "not a directory").
+COPY bin/${TARGETOS}_${TARGETARCH}${TARGETVARIANT}/hotreload /usr/bin/hotreload
 USER 65532:65532
 EXPOSE 9533
-ENTRYPOINT ["/hotreload"]
+ENTRYPOINT ["/usr/bin/hotreload"]

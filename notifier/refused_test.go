@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRefused(t *testing.T) {
@@ -50,9 +51,38 @@ func TestStatusRefusedReason(t *testing.T) {
 		if ok != refused || refused && reason != fmt.Sprintf("POST %s: status %d", srv.URL, code) {
 			t.Errorf("status %d: reason %q, %v", code, reason, ok)
 		}
+		if got, want := Reason(err), fmt.Sprintf("POST %s: status %d", srv.URL, code); got != want {
+			t.Errorf("status %d: Reason = %q, want %q: the answer is never quoted", code, got, want)
+		}
 		var se *StatusError
 		if !errors.As(err, &se) || se.Code != code || !strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("status %d: %v: the StatusError and the answer in the error's text are kept", code, err)
 		}
+	}
+}
+
+// TestReason: a failed attempt's reason is one line, bounded, and a
+// WithReason mark changes what it says but nothing that errors.Is sees.
+func TestReason(t *testing.T) {
+	if got := Reason(errors.New("POST http://app/-/reload: connection refused")); got != "POST http://app/-/reload: connection refused" {
+		t.Errorf("Reason = %q, want the error's text", got)
+	}
+	if got := Reason(errors.New("no process named app\nsecond line")); got != "no process named app" {
+		t.Errorf("Reason = %q, want the first line only", got)
+	}
+	long := Reason(errors.New(strings.Repeat("é", 400)))
+	if len(long) > maxReason+3 || !strings.HasSuffix(long, "...") || !utf8.ValidString(long) {
+		t.Errorf("Reason of a long error = %d bytes %q, want at most %d, cut on a rune", len(long), long, maxReason+3)
+	}
+	base := errors.New("status 503: the whole answer")
+	marked := WithReason(base, "POST http://app/-/reload: status 503")
+	if errors.Is(marked, ErrRefused) || !errors.Is(marked, base) || marked.Error() != base.Error() {
+		t.Errorf("WithReason changed what the error is: %v", marked)
+	}
+	if _, ok := RefusedReason(marked); ok {
+		t.Error("a WithReason mark counts as a refusal")
+	}
+	if got := Reason(fmt.Errorf("target: %w", marked)); got != "POST http://app/-/reload: status 503" {
+		t.Errorf("Reason = %q, want the mark's", got)
 	}
 }

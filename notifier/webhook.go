@@ -481,12 +481,13 @@ func (w *Webhook) Notify(ctx context.Context) error {
 		msg += ": " + body
 	}
 	se := &StatusError{Code: resp.StatusCode, Body: body}
+	// The reason a view reports names the request and the status, never
+	// the answer, which may quote the configuration.
+	reason := fmt.Sprintf("%s: status %d", w.op, resp.StatusCode)
 	if errors.Is(se, ErrRefused) {
-		// The reason a view reports names the request and the status,
-		// never the answer, which may quote the configuration.
-		return Refused(w.fail(msg, se, token), fmt.Sprintf("%s: status %d", w.op, resp.StatusCode))
+		return Refused(w.fail(msg, se, token), reason)
 	}
-	return w.fail(msg, se, token)
+	return WithReason(w.fail(msg, se, token), reason)
 }
 
 // StatusError is a failed attempt that the app answered with a status code

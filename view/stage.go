@@ -63,6 +63,9 @@ type Options struct {
 	// named at all: a short secret is found from a plain hash by trying
 	// every value (see reloader/value.go).
 	Key []byte
+	// Hint, if set, gives advice on a failed delivery (hotreload's
+	// config.Hint), added to the error a pending view reports.
+	Hint func(error) string
 }
 
 // Status is what a view reports.
@@ -72,7 +75,7 @@ type Status struct {
 	Want     string // the annotation's revision; "" for none
 	Running  string // the revision the app's directory holds (or, for a ref with no volume, the last one delivered)
 	Result   string // Applied, Pending, Rejected or Waiting
-	Error    string // Rejected: why, in one line without content
+	Error    string // Rejected: why; Pending: why the last attempt to deliver failed, if it did; one line without content
 	Reason   string // Waiting: what for
 	Refused  string // Rejected: the revision refused
 	At       time.Time
@@ -95,6 +98,7 @@ type Stage struct {
 	annDir      string
 	lookup      func(string) (string, bool)
 	key         []byte
+	hint        func(error) string
 	m           *metrics
 
 	out    chan watcher.Change
@@ -130,7 +134,8 @@ type view struct {
 	has          bool
 	prev         version // a ref with no volume: what ran before the last change
 	result       string
-	reason       string // Waiting: what for; Rejected: why
+	reason       string // Waiting: what for; Rejected: why; Pending: failure
+	failure      string // why the last attempt to deliver what runs failed; "" when none did
 	refusedRev   string
 	at           time.Time
 	refused      *refusal // not written again until the content or the annotation changes
@@ -179,6 +184,7 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Stage, er
 		deps:        map[string][]*view{},
 		lookup:      opts.Lookup,
 		key:         opts.Key,
+		hint:        opts.Hint,
 		m:           newMetrics(reg),
 		out:         make(chan watcher.Change),
 		wake:        make(chan struct{}, 1),
@@ -472,7 +478,7 @@ func (s *Stage) update(v *view) []watcher.Change {
 	}
 	v.retry = false
 	level.Info(v.logger).Log("msg", "wrote revision", "revision", rev, "from", c.From, "want", want, "dir", v.cfg.Dir)
-	v.running, v.has = version{rev: rev, sum: sum, want: want, hash: hash}, true
+	v.running, v.has, v.failure = version{rev: rev, sum: sum, want: want, hash: hash}, true, ""
 	s.setResult(v, Pending, "", "")
 	return []watcher.Change{{Dir: v.key, Hash: hash, Time: time.Now()}}
 }
@@ -491,7 +497,7 @@ func (s *Stage) updateEnv(v *view) []watcher.Change {
 	}
 	v.refused = nil
 	v.prev = v.running
-	v.running, v.has = version{rev: want, want: want, hash: envKey(v.cfg.Ref, want)}, true
+	v.running, v.has, v.failure = version{rev: want, want: want, hash: envKey(v.cfg.Ref, want)}, true, ""
 	level.Info(v.logger).Log("msg", "the pod's annotation names a new revision", "revision", want)
 	s.setResult(v, Pending, "", "")
 	return []watcher.Change{{Dir: v.key, Hash: v.running.hash, Time: time.Now()}}
@@ -506,15 +512,17 @@ func (s *Stage) wait(v *view, why string) {
 }
 
 // settle sets v's result once what runs is what it should run: applied
-// when every target has it, pending until then. A refused revision stays
-// reported until another one is chosen.
+// when every target has it, pending until then (with why the last attempt
+// failed, if it did). A refused revision stays reported until another one
+// is chosen.
 func (s *Stage) settle(v *view) {
 	switch {
 	case v.refused != nil:
 	case v.hasDelivered && v.delivered == v.running.hash:
+		v.failure = ""
 		s.setResult(v, Applied, "", "")
 	default:
-		s.setResult(v, Pending, "", "")
+		s.setResult(v, Pending, v.failure, "")
 	}
 }
 
@@ -580,8 +588,14 @@ func (s *Stage) commitLocked(v *view) {
 // annotation changes; Refused then returns true, and the reloader stops
 // retrying: the Change of the version put back follows. Otherwise it
 // returns false and the reloader retries as it would.
+//
+// Any other failure is recorded as why the view is still pending (one
+// line, no content: notifier.Reason and the hint), so that /-/content
+// shows, and a controller can act on, what stops the delivery (no
+// process, EPERM, a refused connection) instead of a bare "pending".
 func (s *Stage) Refused(err error, content map[string][32]byte) bool {
 	if !errors.Is(err, notifier.ErrRefused) && !errors.Is(err, notifier.ErrUnconfirmed) {
+		s.failed(err, content)
 		return false
 	}
 	reason, ok := notifier.RefusedReason(err)
@@ -599,6 +613,7 @@ func (s *Stage) Refused(err error, content map[string][32]byte) bool {
 		}
 		refusedRev := v.running.rev
 		v.refused = &refusal{sum: v.running.sum, want: v.running.want}
+		v.failure = ""
 		back := ""
 		switch {
 		case v.dir != nil:
@@ -635,6 +650,27 @@ func (s *Stage) Refused(err error, content map[string][32]byte) bool {
 	return handled
 }
 
+// failed records err as why each view whose current version is in
+// content, and is not delivered yet, is still pending.
+func (s *Stage) failed(err error, content map[string][32]byte) {
+	why := notifier.Reason(err)
+	if s.hint != nil {
+		if h := s.hint(err); h != "" {
+			why += " (" + h + ")"
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.views {
+		h, ok := content[v.key]
+		if !ok || !v.has || h != v.running.hash || v.result != Pending {
+			continue
+		}
+		v.failure = why
+		s.setResult(v, Pending, why, "")
+	}
+}
+
 // Views reports every view, in the order given.
 func (s *Stage) Views() []Status {
 	s.mu.Lock()
@@ -645,6 +681,8 @@ func (s *Stage) Views() []Status {
 		switch v.result {
 		case Rejected:
 			st.Error, st.Refused = v.reason, v.refusedRev
+		case Pending:
+			st.Error = v.reason
 		case Waiting:
 			st.Reason = v.reason
 		}

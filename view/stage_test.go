@@ -635,3 +635,68 @@ func TestUnconfirmedIsARefusal(t *testing.T) {
 		t.Errorf("error %q", st.Error)
 	}
 }
+
+// TestPendingSaysWhy: an attempt that fails without a refusal (the app's
+// process not found, a refused connection, a "come back later" status)
+// leaves the view pending with the reason, one line that quotes nothing of
+// the app's answer, and the hint; the reason goes when the content is
+// delivered, or when another version is written; a failure of content
+// that no longer runs says nothing.
+func TestPendingSaysWhy(t *testing.T) {
+	h := newHarness(t)
+	h.write(h.source, "app.yaml", "v1")
+	<-h.in
+	h.start([]Config{h.standalone()}, false)
+	h.s.hint = func(err error) string {
+		if strings.Contains(err.Error(), "no process") {
+			return "does the pod set shareProcessNamespace: true?"
+		}
+		return ""
+	}
+	h.s.Delivered(h.dir, hashOf("app.yaml", "v1"))
+	h.wantStatus("", nameOf("app.yaml", "v1"), Applied)
+
+	h.write(h.source, "app.yaml", "v2")
+	c := h.next()
+	if h.s.Refused(errors.New("no process named app"), map[string][32]byte{h.dir: c.Hash}) {
+		t.Fatal("a missing process counted as a refusal")
+	}
+	st := h.wantStatus("", nameOf("app.yaml", "v2"), Pending)
+	if st.Error != "no process named app (does the pod set shareProcessNamespace: true?)" {
+		t.Errorf("error %q, want the reason and the hint", st.Error)
+	}
+	// A "come back later" answer: its reason, never the answer.
+	later := notifier.WithReason(errors.New("POST http://app/-/reload: status 503, want 200: password=hunter2"), "POST http://app/-/reload: status 503")
+	h.s.Refused(later, map[string][32]byte{h.dir: c.Hash})
+	if st := h.status(); st.Error != "POST http://app/-/reload: status 503" {
+		t.Errorf("error %q, want the request and the status alone", st.Error)
+	}
+	// A failure of content that no longer runs changes nothing.
+	h.s.Refused(errors.New("connection refused"), map[string][32]byte{h.dir: hashOf("app.yaml", "v1")})
+	if st := h.status(); st.Error != "POST http://app/-/reload: status 503" {
+		t.Errorf("error %q after a failure of other content", st.Error)
+	}
+	// The kubelet rewrites the source unchanged: still pending, still why.
+	h.in <- watcher.Change{Dir: h.source.Dir}
+	h.none()
+	if st := h.status(); st.Result != Pending || st.Error == "" {
+		t.Errorf("view %+v after a resync, want the reason kept", st)
+	}
+	h.s.Delivered(h.dir, c.Hash)
+	if st := h.wantStatus("", nameOf("app.yaml", "v2"), Applied); st.Error != "" {
+		t.Errorf("applied with error %q", st.Error)
+	}
+
+	// A new version starts with no reason.
+	h.write(h.source, "app.yaml", "v3")
+	c = h.next()
+	h.s.Refused(errors.New("POST http://app/-/reload: connection refused"), map[string][32]byte{h.dir: c.Hash})
+	h.write(h.source, "app.yaml", "v4")
+	h.next()
+	if st := h.wantStatus("", nameOf("app.yaml", "v4"), Pending); st.Error != "" {
+		t.Errorf("a new version reports the old one's failure: %q", st.Error)
+	}
+	if strings.Contains(h.logs.String(), "hunter2") {
+		t.Error("the app's answer reached the logs")
+	}
+}

@@ -99,3 +99,32 @@ func TestRestartByAnnotation(t *testing.T) {
 		t.Errorf("restarts %q, want two", b)
 	}
 }
+
+// TestRestartReportsWhyItCannot: a restart whose app process cannot be
+// found (here, no process matches) keeps the view pending and says why in
+// /-/content, in one line with the advice, so that the controller can
+// abort a rollout at once instead of waiting for its deadline.
+func TestRestartReportsWhyItCannot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pod := kubelet.New(filepath.Join(dir, "pod"))
+	annotate := func(rev string) {
+		t.Helper()
+		line := fmt.Sprintf("hotreload.dev/revisions=%q", fmt.Sprintf(`{"configmap/env-config":%q}`, rev))
+		if _, err := pod.Write(map[string]kubelet.File{"annotations": {Data: []byte(line)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotate("1")
+	absent := fmt.Sprintf("^hotreload-test-absent-%d$", os.Getpid())
+	p := e2etest.Start(t, "--restart-container", "--process-cmdline="+absent, "--restart-settle=200ms",
+		"--view=ref=configmap/env-config", "--pod-annotations="+filepath.Join(pod.Dir, "annotations"), "--debounce=10ms")
+	p.WaitReady(waitFor)
+	waitView(t, p, func(v viewState) bool { return v.Result == "applied" && v.Running == "1" })
+
+	annotate("2")
+	v := waitView(t, p, func(v viewState) bool { return v.Running == "2" && v.Error != "" })
+	if v.Result != "pending" || !strings.Contains(v.Error, "no process") || !strings.Contains(v.Error, "shareProcessNamespace: true") || strings.Contains(v.Error, "\n") {
+		t.Errorf("view %+v: want pending, with one line that says no process matched and how to fix it", v)
+	}
+}

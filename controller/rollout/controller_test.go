@@ -159,9 +159,12 @@ func TestRejectedEditAbortsAtTheFirstStep(t *testing.T) {
 }
 
 // What aborts during a step besides a rejection: a pod on the candidate
-// that turns NotReady, or restarts a container, the progress deadline,
-// the analysis query out of bounds or failing, and the abort action.
+// that turns NotReady, or restarts a container, a Ready pod whose sidecar
+// cannot deliver the candidate (at once, not at the deadline), the
+// progress deadline, the analysis query out of bounds or failing, and the
+// abort action.
 func TestAbortCauses(t *testing.T) {
+	const noProcess = "no process named app (does the pod set shareProcessNamespace: true?)"
 	for _, tc := range []struct {
 		name    string
 		spec    func(*Spec)
@@ -179,6 +182,17 @@ func TestAbortCauses(t *testing.T) {
 			e.behave["app-00"] = func(r *Report) { r.Result, r.Running = ResultWaiting, "" }
 			e.mu.Unlock()
 		}, "did not complete within the progress deadline 1m0s: app-00 (waiting)"},
+		{"cannot deliver", nil, func(e *env) {
+			e.mu.Lock()
+			e.behave["app-00"] = func(r *Report) { r.Result, r.Error = ResultPending, noProcess }
+			e.mu.Unlock()
+		}, "pod app-00 cannot apply revision"},
+		{"cannot deliver while not Ready", nil, func(e *env) {
+			e.setPod("app-00", func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse })
+			e.mu.Lock()
+			e.behave["app-00"] = func(r *Report) { r.Result, r.Error = ResultPending, "POST http://127.0.0.1:8080/-/reload: connection refused" }
+			e.mu.Unlock()
+		}, "did not complete within the progress deadline 1m0s: app-00 (pending: POST http://127.0.0.1:8080/-/reload: connection refused)"},
 		{"query out of bounds", func(s *Spec) {
 			mx := 0.5
 			s.Analysis = &Analysis{Prometheus: &PrometheusAnalysis{Address: "http://prometheus:9090", Query: "errors", Max: &mx}}
@@ -225,9 +239,18 @@ func TestAbortCauses(t *testing.T) {
 					t.Fatalf("5s after the edit: %s step %d (%s)", r.Status.Phase, r.Status.Step, r.Status.Message)
 				}
 				tc.during(e)
+				during := time.Now()
 				r := e.waitPhase("app", PhaseAborted, 2*time.Minute)
 				if !strings.Contains(r.Status.Message, tc.message) {
 					t.Errorf("message %q, want it to say %q", r.Status.Message, tc.message)
+				}
+				if tc.name == "cannot deliver" {
+					if took := time.Since(during); took > 5*time.Second {
+						t.Errorf("aborted %s after the pod reported the error, want at once (the deadline is 1m)", took)
+					}
+					if !strings.Contains(r.Status.Message, rev+": "+noProcess) {
+						t.Errorf("message %q, want the revision and the sidecar's error", r.Status.Message)
+					}
 				}
 				synctest.Wait()
 				for p, got := range e.revisions("configmap/app") {

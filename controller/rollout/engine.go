@@ -418,6 +418,13 @@ func (d *decision) progress() {
 		case r != nil && r.Result == ResultRejected && r.Rejected == rev:
 			d.abort(fmt.Sprintf("pod %s rejected revision %s: %s", m.Name, rev, oneLine(r.Error)))
 			return
+		case r != nil && r.Running == rev && r.Result == ResultPending && r.Error != "" && m.Ready:
+			// Its sidecar cannot deliver the candidate (no app process,
+			// EPERM, a refused connection): waiting for the deadline
+			// changes nothing. A pod that is not Ready is starting or
+			// restarting: it is waited for, with the error in the message.
+			d.abort(fmt.Sprintf("pod %s cannot apply revision %s: %s", m.Name, rev, oneLine(r.Error)))
+			return
 		case r != nil && r.Running == rev && r.Result == ResultApplied && m.Settling:
 			pending = append(pending, m.Name+" (restarted, not Ready yet)")
 		case r != nil && r.Running == rev && r.Result == ResultApplied:
@@ -436,6 +443,9 @@ func (d *decision) progress() {
 			why := r.Result
 			if r.Reason != "" {
 				why += ": " + oneLine(r.Reason)
+			}
+			if r.Error != "" && r.Result == ResultPending {
+				why += ": " + oneLine(r.Error)
 			}
 			pending = append(pending, fmt.Sprintf("%s (%s)", m.Name, why))
 		}

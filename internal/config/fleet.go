@@ -106,7 +106,7 @@ func NewViews(logger log.Logger, reg prometheus.Registerer, c *Config, key []byt
 	if len(c.Fleet.Views) == 0 {
 		return nil, nil
 	}
-	s, err := view.New(logger, reg, view.Options{Views: c.Fleet.Views, Annotations: c.Fleet.PodAnnotations, VolumeDirs: c.VolumeDirs, Key: key})
+	s, err := view.New(logger, reg, view.Options{Views: c.Fleet.Views, Annotations: c.Fleet.PodAnnotations, VolumeDirs: c.VolumeDirs, Key: key, Hint: c.Hint})
 	if err != nil {
 		return nil, fmt.Errorf("--view: %w", err)
 	}

@@ -38,7 +38,7 @@ type View struct {
 	Want     string    `json:"want"`
 	Running  string    `json:"running"`
 	Result   string    `json:"result"`             // applied, pending, rejected or waiting
-	Error    string    `json:"error,omitempty"`    // rejected: why, one line, no content
+	Error    string    `json:"error,omitempty"`    // rejected: why; pending: why the last attempt failed, if it did; one line, no content
 	Rejected string    `json:"rejected,omitempty"` // rejected: the revision refused
 	Reason   string    `json:"reason,omitempty"`   // waiting: what for
 	At       time.Time `json:"at"`                 // when the result was reached

@@ -1,9 +1,4 @@
-// These tests use the harness of the cluster branch (Deployments, Services,
-// a pod network: rollout, podsOf, startController, ghostNode, ...), which is
-// not in main yet; until it is, they build only with -tags e2e,e2e_cluster.
-// Drop e2e_cluster once the cluster branch is merged.
-
-//go:build e2e && e2e_cluster
+//go:build e2e
 
 package e2e
 
