@@ -188,9 +188,20 @@ func TestAbortCauses(t *testing.T) {
 			e.mu.Unlock()
 		}, "pod app-00 cannot apply revision"},
 		{"cannot deliver while not Ready", nil, func(e *env) {
-			e.setPod("app-00", func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse })
+			// Pending first, so that the pod is never seen not Ready on a
+			// candidate it applied (that aborts at once, the case above),
+			// nor Ready with the error (the case before); then not Ready,
+			// seen by every informer; then the error.
 			e.mu.Lock()
-			e.behave["app-00"] = func(r *Report) { r.Result, r.Error = ResultPending, "POST http://127.0.0.1:8080/-/reload: connection refused" }
+			e.behave["app-00"] = func(r *Report) { r.Result = ResultPending }
+			e.mu.Unlock()
+			synctest.Wait()
+			e.setPod("app-00", func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse })
+			synctest.Wait()
+			e.mu.Lock()
+			e.behave["app-00"] = func(r *Report) {
+				r.Result, r.Error = ResultPending, "POST http://127.0.0.1:8080/-/reload: connection refused"
+			}
 			e.mu.Unlock()
 		}, "did not complete within the progress deadline 1m0s: app-00 (pending: POST http://127.0.0.1:8080/-/reload: connection refused)"},
 		{"query out of bounds", func(s *Spec) {
