@@ -190,7 +190,9 @@ func TestAbortCauses(t *testing.T) {
 		{"cannot deliver while not Ready", nil, func(e *env) {
 			e.setPod("app-00", func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse })
 			e.mu.Lock()
-			e.behave["app-00"] = func(r *Report) { r.Result, r.Error = ResultPending, "POST http://127.0.0.1:8080/-/reload: connection refused" }
+			e.behave["app-00"] = func(r *Report) {
+				r.Result, r.Error = ResultPending, "POST http://127.0.0.1:8080/-/reload: connection refused"
+			}
 			e.mu.Unlock()
 		}, "did not complete within the progress deadline 1m0s: app-00 (pending: POST http://127.0.0.1:8080/-/reload: connection refused)"},
 		{"query out of bounds", func(s *Spec) {
