@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,6 +71,30 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		want := "HOTRELOAD_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(f.Name))
 		if f.Envar != want {
 			t.Errorf("--%s: environment variable %q, want %q", f.Name, f.Envar, want)
+		}
+	}
+}
+
+// docs/flags.md documents every flag of the controller (the injector's are
+// in docs/injector.md, which controller/injector's test checks).
+func TestDocsListEveryFlag(t *testing.T) {
+	b, err := os.ReadFile("../../docs/flags.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	app := kingpin.New("t", "")
+	(&Config{}).Register(app)
+	for _, f := range app.Model().Flags {
+		if f.Hidden || f.Name == "help" || f.Name == "version" || f.Name == "injector" || strings.HasPrefix(f.Name, "injector.") {
+			continue
+		}
+		row := "| `--" + f.Name + "` | "
+		if len(f.Default) > 0 {
+			row += "`" + strings.Join(f.Default, ",") + "` |"
+		}
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/flags.md has no row %q for the controller's --%s", row, f.Name)
 		}
 	}
 }

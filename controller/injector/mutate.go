@@ -66,7 +66,7 @@ type Sidecar struct {
 }
 
 // DefaultResources are the sidecar's requests and limits, from its
-// measured idle memory (docs: README "Measured").
+// measured working set (docs/performance.md).
 func DefaultResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{

@@ -320,9 +320,14 @@ func TestSignalAndWebhookTogether(t *testing.T) {
 	}
 }
 
-// The README documents every flag and every metric; this keeps it honest.
-func TestReadmeListsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// docs/flags.md documents every flag and docs/metrics.md every metric; this
+// keeps them honest.
+func TestDocsListEveryFlagAndMetric(t *testing.T) {
+	flags, err := os.ReadFile("../../docs/flags.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,18 +338,18 @@ func TestReadmeListsEveryFlag(t *testing.T) {
 			continue
 		}
 		row := regexp.MustCompile("(?m)^\\| `--" + regexp.QuoteMeta(f.Name) + "` \\| (`" + regexp.QuoteMeta(strings.Join(f.Default, ",")) + "`)? \\|")
-		if !row.Match(readme) {
-			t.Errorf("README's flag table has no row for --%s with default %q", f.Name, strings.Join(f.Default, ","))
+		if !row.Match(flags) {
+			t.Errorf("docs/flags.md's flag table has no row for --%s with default %q", f.Name, strings.Join(f.Default, ","))
 		}
 	}
 	for _, m := range []string{
 		"hotreload_reloads_total", "hotreload_reload_duration_seconds", "hotreload_last_reload_successful",
 		"hotreload_last_reload_success_timestamp_seconds", "hotreload_changes_total", "hotreload_watch_events_total",
-		"hotreload_watch_errors_total", "hotreload_watched_dirs", "hotreload_volume_missing", "hotreload_build_info",
-		"hotreload_view_revision_info", "hotreload_view_rollbacks_total",
+		"hotreload_watch_errors_total", "hotreload_volume_hashes_total", "hotreload_watched_dirs", "hotreload_volume_missing",
+		"hotreload_volume_content_info", "hotreload_build_info", "hotreload_view_revision_info", "hotreload_view_rollbacks_total",
 	} {
-		if !bytes.Contains(readme, []byte("| `"+m)) {
-			t.Errorf("README's metric table has no row for %s", m)
+		if !bytes.Contains(metrics, []byte("| `"+m)) {
+			t.Errorf("docs/metrics.md's metric table has no row for %s", m)
 		}
 	}
 }
