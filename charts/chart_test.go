@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -384,6 +385,14 @@ func TestValues(t *testing.T) {
 	objs = render(t, "--set", "controller.image.tag=v9.9.9,injector.sidecar.image.tag=v9.9.9")
 	if _, c := controllerContainer(t, objs); c.Image != "ghcr.io/hotreload/hotreload-controller:v9.9.9" {
 		t.Errorf("image %s, want the tag given", c.Image)
+	}
+
+	// A label value that YAML reads as a boolean, as a user types it
+	// (make e2e's first helm install failed on it: the API wants strings).
+	objs = render(t, "--set", `injector.enabled=true,injector.namespaceSelector.matchLabels.team\.example/inject=true`)
+	if ws := manifest.All[*admissionregistrationv1.MutatingWebhookConfiguration](objs); len(ws) != 1 || len(ws[0].Webhooks) == 0 ||
+		ws[0].Webhooks[0].NamespaceSelector == nil || ws[0].Webhooks[0].NamespaceSelector.MatchLabels["team.example/inject"] != "true" {
+		t.Errorf("the webhook's namespaceSelector does not select team.example/inject=true: %+v", ws)
 	}
 
 	for _, tc := range []struct {
