@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // newTestWebhook returns a Webhook for opts and closes its idle connections

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/notifier"
+	"github.com/hotreload/hotreload/test/support/binary"
 	"github.com/hotreload/hotreload/watcher"
 )
 

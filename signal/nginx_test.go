@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // nginxConf is the static part of nginx's configuration; server.conf is the

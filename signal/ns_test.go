@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/notifier"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // TestNamespace runs the tests that signal real processes in a fresh PID

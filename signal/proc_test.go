@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // fakeBase is above the kernel's largest possible pid (PID_MAX_LIMIT,

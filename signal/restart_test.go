@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
 	"github.com/hotreload/hotreload/notifier"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // Environment of the restart helpers (see runRestartHelper).

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // BenchmarkFairness measures how long a change in a 10-file volume takes to

@@ -1,7 +1,7 @@
 package main
 
 // End-to-end tests: the binary runs as a real process against an httptest
-// app, while the tests play the kubelet (internal/kubelet) on volumes in
+// app, while the tests play the kubelet (test/support/kubelet) on volumes in
 // t.TempDir(). Nothing sleeps to wait for an event: every wait polls with a
 // deadline. Where a test must show that something did NOT happen (noise
 // reloads nothing, no reload at start), it makes a real change afterwards
@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // waitFor bounds every wait for something that normally takes

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // TestRestartByAnnotation: an app whose config is in env vars (a ref with

@@ -27,9 +27,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/hotreload/hotreload/controller"
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/fakeapi"
 	"github.com/hotreload/hotreload/internal/revision"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/fakeapi"
 )
 
 const ns = "shop"

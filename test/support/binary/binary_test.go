@@ -90,7 +90,7 @@ hotreload_reload_duration_seconds_count{target="a"} 4
 
 // The end-to-end tests and benchmarks must measure the binary that ships.
 func TestBuildFlagsMatchMakefile(t *testing.T) {
-	mk, err := os.ReadFile("../../Makefile")
+	mk, err := os.ReadFile("../../../Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,16 +100,16 @@ func TestBuildFlagsMatchMakefile(t *testing.T) {
 	}
 	for _, flag := range []string{"-trimpath", "-ldflags"} {
 		if !strings.Contains(string(gobuild), flag) {
-			t.Errorf("the Makefile's GOBUILD has no %s, which internal/binary builds with: %s", flag, gobuild)
+			t.Errorf("the Makefile's GOBUILD has no %s, which test/support/binary builds with: %s", flag, gobuild)
 		}
 	}
 	if strings.Contains(string(gobuild), "-gcflags") {
-		t.Errorf("the Makefile's GOBUILD sets -gcflags, which internal/binary does not: %s", gobuild)
+		t.Errorf("the Makefile's GOBUILD sets -gcflags, which test/support/binary does not: %s", gobuild)
 	}
 	// The Makefile may name the package through a variable; what matters is
 	// that it sets the same package's Version and Revision.
 	if !strings.Contains(string(mk), VersionPackage) || !regexp.MustCompile(`(?m)^LDFLAGS\s*:=.*\.Version=.*\.Revision=`).Match(mk) {
-		t.Errorf("the Makefile's LDFLAGS do not set %s.Version and .Revision, which internal/binary sets", VersionPackage)
+		t.Errorf("the Makefile's LDFLAGS do not set %s.Version and .Revision, which test/support/binary sets", VersionPackage)
 	}
 }
 

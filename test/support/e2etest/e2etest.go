@@ -4,7 +4,7 @@
 // recording webhook target (App), kubelet payloads and the wait for a
 // volume's reload to settle, polling with a deadline (Eventually), the
 // PID-namespace harness and the skip-or-fail rule for missing tools.
-// Programs never link it; they use internal/binary and internal/poll.
+// Programs never link it; they use test/support/binary and test/support/poll.
 //
 // Tests run hotreload as the test binary itself, re-executed as main (see
 // RunMain), so hotreload runs with the test's race detector. Benchmarks
@@ -23,8 +23,8 @@ import (
 
 	promversion "github.com/prometheus/common/version"
 
-	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/internal/version"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // TestVersion and TestRevision are the build identity of the hotreload that

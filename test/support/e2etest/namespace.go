@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // envNamespace marks the test binary that InPIDNamespace re-runs inside a

@@ -2,7 +2,7 @@
 // way a pod would: it starts it on a free port, captures its logs, reads its
 // endpoints and metrics, and stops it with SIGTERM. The demo
 // (examples/demo) runs hotreload with it, and the tests do through
-// internal/e2etest, which adds what needs a testing.TB. It imports no
+// test/support/e2etest, which adds what needs a testing.TB. It imports no
 // testing package, so a program can link it.
 package binary
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-logfmt/logfmt"
 
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // Timeouts of the waits of Start and Stop. They are upper bounds, not

@@ -10,7 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // Proc is a running hotreload that belongs to a test: a failure to start,

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // Eventually fails the test with msg unless cond returns true within
