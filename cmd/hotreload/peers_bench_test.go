@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	ossignal "os/signal"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -121,7 +121,7 @@ func BenchmarkSwapToSignal(b *testing.B) {
 // It runs until it is killed.
 func catchSIGHUP(b *testing.B, dir string) {
 	c := make(chan os.Signal, 16)
-	ossignal.Notify(c, syscall.SIGHUP)
+	signal.Notify(c, syscall.SIGHUP)
 	f, err := os.OpenFile(filepath.Join(dir, "hups"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		b.Fatal(err)

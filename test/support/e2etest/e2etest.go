@@ -1,6 +1,6 @@
 // Package e2etest is test support, for the tests and benchmarks that run
 // hotreload as a real process (cmd/hotreload) or run tests in a PID
-// namespace (signal, cmd/hotreload): a Proc bound to a testing.TB, a
+// namespace (procsignal, cmd/hotreload): a Proc bound to a testing.TB, a
 // recording webhook target (App), kubelet payloads and the wait for a
 // volume's reload to settle, polling with a deadline (Eventually), the
 // PID-namespace harness and the skip-or-fail rule for missing tools.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package signal
+package procsignal
 
 import (
 	"errors"

@@ -1,12 +1,12 @@
 //go:build linux
 
-package signal
+package procsignal
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
-	ossignal "os/signal"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -50,7 +50,7 @@ func runHelper(mode, dir string) int {
 		return 3
 	}
 	hups := make(chan os.Signal, 16)
-	ossignal.Notify(hups, syscall.SIGHUP)
+	signal.Notify(hups, syscall.SIGHUP)
 	var workers []*exec.Cmd
 	startWorkers := func() error {
 		exe, err := os.Executable()

@@ -1,21 +1,21 @@
 //go:build linux
 
-package signal_test
+package procsignal_test
 
 import (
 	"fmt"
 
-	"github.com/hotreload/hotreload/signal"
+	"github.com/hotreload/hotreload/procsignal"
 )
 
 func ExampleParse() {
 	for _, s := range []string{"SIGHUP", "hup", "10", "SIGRTMIN+3", "SIGKILL", "FOO"} {
-		sig, err := signal.Parse(s)
+		sig, err := procsignal.Parse(s)
 		if err != nil {
 			fmt.Printf("%s: %v\n", s, err)
 			continue
 		}
-		fmt.Printf("%s: %d %s\n", s, int(sig), signal.Name(sig))
+		fmt.Printf("%s: %d %s\n", s, int(sig), procsignal.Name(sig))
 	}
 	// Output:
 	// SIGHUP: 1 SIGHUP
@@ -29,7 +29,7 @@ func ExampleParse() {
 func ExampleSelector_Select() {
 	// An nginx master with two workers, which rewrote their argv, and
 	// the hotreload sidecar itself.
-	procs := []signal.Process{
+	procs := []procsignal.Process{
 		{PID: 1, Comm: "pause", Args: []string{"/pause"}},
 		{PID: 7, PPID: 1, Comm: "nginx", Args: []string{"nginx: master process /usr/sbin/nginx -g daemon off;"}},
 		{PID: 30, PPID: 7, Comm: "nginx", Args: []string{"nginx: worker process"}},
@@ -37,7 +37,7 @@ func ExampleSelector_Select() {
 		{PID: 12, PPID: 1, Comm: "hotreload", Args: []string{"/hotreload", "--process-name", "nginx"}},
 	}
 	self := 12 // os.Getpid() in the sidecar
-	sel := signal.Selector{Name: "nginx"}
+	sel := procsignal.Selector{Name: "nginx"}
 	for _, p := range sel.Select(procs, self) {
 		fmt.Println(p)
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package signal
+package procsignal
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	ossignal "os/signal"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -82,9 +82,9 @@ func runRestartHelper(mode string) int {
 		term := make(chan os.Signal, 1)
 		switch strings.TrimSpace(string(config)) {
 		case "ok":
-			ossignal.Notify(term, syscall.SIGTERM)
+			signal.Notify(term, syscall.SIGTERM)
 		case "stubborn":
-			ossignal.Ignore(syscall.SIGTERM)
+			signal.Ignore(syscall.SIGTERM)
 		case "bad":
 			return 1
 		case "late":

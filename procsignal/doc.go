@@ -1,4 +1,4 @@
-// Package signal reloads an application by sending it a signal, such as
+// Package procsignal reloads an application by sending it a signal, such as
 // SIGHUP to nginx, through the process namespace that the containers of a
 // pod share with shareProcessNamespace: true. It knows /proc and kill(2),
 // nothing about files or HTTP.
@@ -28,4 +28,4 @@
 // notifier.ErrUnconfirmed or a syscall.Errno (EPERM, ESRCH), so that a
 // program can advise its user in its own terms, as hotreload's
 // internal/config does.
-package signal
+package procsignal
