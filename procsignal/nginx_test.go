@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // nginxConf is the static part of nginx's configuration; server.conf is the
@@ -81,7 +82,7 @@ func testNginx(t *testing.T, h *harness) {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	waitServes := func(want string) {
 		t.Helper()
-		e2etest.Eventually(t, 20*time.Second, func() bool {
+		poll.Eventually(t, 20*time.Second, func() bool {
 			resp, err := client.Get("http://" + addr + "/version")
 			if err != nil {
 				return false
@@ -93,7 +94,7 @@ func testNginx(t *testing.T, h *harness) {
 	}
 	waitServes("v1")
 	master := ng.Process.Pid
-	e2etest.Eventually(t, 20*time.Second, func() bool { return len(h.children(t, master)) == 2 }, "waiting for nginx's two workers")
+	poll.Eventually(t, 20*time.Second, func() bool { return len(h.children(t, master)) == 2 }, "waiting for nginx's two workers")
 
 	n := h.notifier(t, Options{ProcessName: "nginx", ConfirmTimeout: 5 * time.Second})
 	reload := func(want string) []int {

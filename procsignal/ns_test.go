@@ -21,6 +21,7 @@ import (
 
 	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // TestNamespace runs the tests that signal real processes in a fresh PID
@@ -48,7 +49,7 @@ func TestNamespace(t *testing.T) {
 		if err := n.Notify(t.Context()); err != nil {
 			t.Fatalf("Notify: %v", err)
 		}
-		e2etest.Eventually(t, 10*time.Second, func() bool {
+		poll.Eventually(t, 10*time.Second, func() bool {
 			b, _ := os.ReadFile(hupFile)
 			return string(b) == "hup\n"
 		}, "waiting for the trap to write %s", hupFile)
@@ -86,12 +87,12 @@ func TestNamespace(t *testing.T) {
 		}
 		// Had it been sent, sleep would be dying now; watch it for a
 		// while to see that it does not.
-		deadline := time.Now().Add(300 * time.Millisecond)
-		for time.Now().Before(deadline) {
-			if now := h.read(t, pid); now.Dead() || now.StartTime != before.StartTime {
-				t.Fatalf("target died although nothing was sent: %+v", now)
-			}
-			time.Sleep(10 * time.Millisecond)
+		var now Process
+		if poll.Each(10*time.Millisecond, 300*time.Millisecond, func() bool {
+			now = h.read(t, pid)
+			return now.Dead() || now.StartTime != before.StartTime
+		}) {
+			t.Fatalf("target died although nothing was sent: %+v", now)
 		}
 
 		t.Run("forced", func(t *testing.T) {
@@ -306,7 +307,7 @@ func TestNamespace(t *testing.T) {
 		if err == nil || !errors.Is(err, syscall.EPERM) {
 			t.Errorf("Notify as root without KILL = %v, want EPERM", err)
 		}
-		e2etest.Eventually(t, 10*time.Second, func() bool {
+		poll.Eventually(t, 10*time.Second, func() bool {
 			b, _ := os.ReadFile(hupFile)
 			return string(b) == "hup\nhup\n"
 		}, "waiting for the two signals that were sent to reach the trap")
@@ -462,7 +463,7 @@ func (h *harness) startTrap(t *testing.T, marker, sig string, cred *syscall.Cred
 	cmd.Env = append(os.Environ(), "HUP_FILE="+hupFile)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	h.start(t, cmd)
-	e2etest.Eventually(t, 10*time.Second, func() bool {
+	poll.Eventually(t, 10*time.Second, func() bool {
 		caught, ignored, err := Handles("", cmd.Process.Pid, syscall.SIGHUP)
 		return err == nil && (caught && sig != "" || ignored && sig == "")
 	}, "waiting for the shell's trap")
@@ -479,7 +480,7 @@ func (h *harness) startSleep(t *testing.T, name string) *exec.Cmd {
 	}
 	cmd := &exec.Cmd{Path: path, Args: []string{name, "3600"}}
 	h.start(t, cmd)
-	e2etest.Eventually(t, 10*time.Second, func() bool {
+	poll.Eventually(t, 10*time.Second, func() bool {
 		p, err := ReadProcess("", cmd.Process.Pid)
 		return err == nil && p.Comm == "sleep" && len(p.Args) > 0 && p.Args[0] == name
 	}, "waiting for sleep to start")
@@ -499,7 +500,7 @@ func (h *harness) startHelper(t *testing.T, name, mode string, ready int) (strin
 		Env:  append(os.Environ(), envHelper+"="+mode, envDir+"="+dir),
 	}
 	h.start(t, cmd)
-	e2etest.Eventually(t, 20*time.Second, func() bool {
+	poll.Eventually(t, 20*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(dir, "ready.*"))
 		return len(m) == ready
 	}, "waiting for %d %s processes to be ready", ready, name)
@@ -512,7 +513,7 @@ func (h *harness) waitHups(t *testing.T, dir string, want []int) {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
 	var got []int
-	e2etest.Eventually(t, 10*time.Second, func() bool {
+	poll.Eventually(t, 10*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "hup.log"))
 		got = got[:0]
 		for line := range strings.Lines(string(b)) {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // fakeBase is above the kernel's largest possible pid (PID_MAX_LIMIT,
@@ -248,7 +248,7 @@ func TestHandlesRealProcess(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	pid := cmd.Process.Pid
-	e2etest.Eventually(t, 10*time.Second, func() bool {
+	poll.Eventually(t, 10*time.Second, func() bool {
 		caught, _, err := Handles("", pid, syscall.SIGHUP)
 		return err == nil && caught
 	}, "waiting for the shell to trap SIGHUP")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hotreload/hotreload/notifier"
 	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // Environment of the restart helpers (see runRestartHelper).
@@ -171,7 +172,7 @@ func (e *restartEnv) ready() []int {
 func (e *restartEnv) waitReady(t *testing.T, n int) []int {
 	t.Helper()
 	var pids []int
-	e2etest.Eventually(t, 20*time.Second, func() bool { pids = e.ready(); return len(pids) >= n }, "waiting for %d runs of %s", n, e.name)
+	poll.Eventually(t, 20*time.Second, func() bool { pids = e.ready(); return len(pids) >= n }, "waiting for %d runs of %s", n, e.name)
 	return pids
 }
 
@@ -336,7 +337,7 @@ func TestRestart(t *testing.T) {
 		cmd := &exec.Cmd{Path: path, Args: []string{name, "3600"},
 			SysProcAttr: &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: targetUID, Gid: targetUID}}}
 		h.start(t, cmd)
-		e2etest.Eventually(t, 10*time.Second, func() bool {
+		poll.Eventually(t, 10*time.Second, func() bool {
 			p, err := ReadProcess("", cmd.Process.Pid)
 			return err == nil && len(p.Args) > 0 && p.Args[0] == name
 		}, "waiting for sleep to start")

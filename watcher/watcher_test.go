@@ -21,6 +21,7 @@ import (
 
 	"github.com/hotreload/hotreload/test/support/e2etest"
 	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // timeout bounds every wait for something that must happen.
@@ -97,13 +98,7 @@ func start(t testing.TB, opts Options, setup func(w *Watcher)) *harness {
 // waitFor polls cond until it holds, failing after timeout.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not reached within %s", what, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Eventually(t, timeout, cond, "%s not reached", what)
 }
 
 // expect waits for the next Change, which must be for dir with hash want.

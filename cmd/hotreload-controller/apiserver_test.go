@@ -108,9 +108,7 @@ current-context: x
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if !poll.Until(30*time.Second, cond) {
-		t.Fatalf("timed out waiting until %s", what)
-	}
+	poll.Eventually(t, 30*time.Second, cond, "waiting until %s", what)
 }
 
 // TestAPIServerFailuresAreOneWarningEach runs the controller's main against

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key into
@@ -213,10 +214,7 @@ func TestTLSHandshakeErrorsLogged(t *testing.T) {
 		}
 	}
 	handshakes(20)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(lines()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(10*time.Second, func() bool { return len(lines()) > 0 })
 	got := lines()
 	want := `level=warn component=web msg="TLS handshake failed" remote=127.0.0.1:`
 	if len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.HasSuffix(got[0], `err="client sent an HTTP request to an HTTPS server"`) {
@@ -233,16 +231,12 @@ func TestTLSHandshakeErrorsLogged(t *testing.T) {
 		}
 		return 0
 	}
-	for leftOut() < 19 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(10*time.Second, func() bool { return leftOut() >= 19 })
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	handshakes(1)
-	for len(lines()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(10*time.Second, func() bool { return len(lines()) >= 2 })
 	if got := lines(); len(got) != 2 || !strings.Contains(got[1], " left_out=19") {
 		t.Errorf("a minute later, lines = %q, want a second one with left_out=19", got)
 	}

@@ -19,7 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotreload/hotreload/test/support/binary"
-	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // The kubelet's default syncFrequency is 1m and it adds up to half of it as
@@ -80,7 +80,7 @@ func mustKubectl(t *testing.T, stdin []byte, args ...string) string {
 // with what msg says at the deadline otherwise.
 func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg func() string) {
 	t.Helper()
-	e2etest.EventuallyEvery(t, pollEvery, timeout, cond, msg)
+	poll.EventuallyEvery(t, pollEvery, timeout, cond, msg)
 }
 
 var nameRE = regexp.MustCompile(`[^a-z0-9-]+`)

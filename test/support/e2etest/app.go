@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // Request is one request that an App received.
@@ -152,7 +154,7 @@ func (a *App) Pending() int {
 // the test if it has not within timeout.
 func (a *App) WaitCount(n int, timeout time.Duration) {
 	a.tb.Helper()
-	Eventually(a.tb, timeout, func() bool { return a.Count() >= n },
+	poll.Eventually(a.tb, timeout, func() bool { return a.Count() >= n },
 		"want at least %d requests; app has %s", n, a)
 }
 
@@ -161,7 +163,7 @@ func (a *App) WaitCount(n int, timeout time.Duration) {
 func (a *App) WaitAfter(t0 time.Time, timeout time.Duration) Request {
 	a.tb.Helper()
 	var got Request
-	Eventually(a.tb, timeout, func() bool {
+	poll.Eventually(a.tb, timeout, func() bool {
 		for _, r := range a.Requests() {
 			if r.Start.After(t0) {
 				got = r

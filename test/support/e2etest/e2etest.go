@@ -2,16 +2,16 @@
 // hotreload as a real process (cmd/hotreload) or run tests in a PID
 // namespace (procsignal, cmd/hotreload): a Proc bound to a testing.TB, a
 // recording webhook target (App), kubelet payloads and the wait for a
-// volume's reload to settle, polling with a deadline (Eventually), the
-// PID-namespace harness and the skip-or-fail rule for missing tools.
-// Programs never link it; they use test/support/binary and test/support/poll.
+// volume's reload to settle, the PID-namespace harness and the skip-or-fail
+// rule for missing tools. Programs never link it; they use
+// test/support/binary and test/support/poll.
 //
 // Tests run hotreload as the test binary itself, re-executed as main (see
 // RunMain), so hotreload runs with the test's race detector. Benchmarks
 // measure what ships: a binary built as the Makefile builds it (Release).
 //
 // Nothing here sleeps to wait for an event: every wait polls a condition
-// until a deadline.
+// until a deadline, with test/support/poll.
 package e2etest
 
 import (

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // Proc is a running hotreload that belongs to a test: a failure to start,
@@ -87,14 +88,14 @@ func Run(tb testing.TB, timeout time.Duration, args ...string) binary.Result {
 // the test if none does within timeout.
 func (p *Proc) WaitLog(timeout time.Duration, substrs ...string) {
 	p.tb.Helper()
-	Eventually(p.tb, timeout, func() bool { return p.CountLog(substrs...) > 0 },
+	poll.Eventually(p.tb, timeout, func() bool { return p.CountLog(substrs...) > 0 },
 		"no log line with %q", substrs)
 }
 
 // WaitReady waits until GET /-/ready answers 200.
 func (p *Proc) WaitReady(timeout time.Duration) {
 	p.tb.Helper()
-	Eventually(p.tb, timeout, func() bool { return p.Status("/-/ready") == http.StatusOK },
+	poll.Eventually(p.tb, timeout, func() bool { return p.Status("/-/ready") == http.StatusOK },
 		"GET /-/ready never answered 200")
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hotreload/hotreload/test/support/binary"
 	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // Payload builds a kubelet payload from pairs of item path and content:
@@ -48,7 +49,7 @@ func Settle(tb testing.TB, p *Proc, app *App, sentinel *kubelet.Volume) binary.F
 	before := len(p.Fires())
 	Write(tb, sentinel, true, Payload("sentinel", time.Now().Format(time.RFC3339Nano)))
 	var fire binary.Fire
-	Eventually(tb, settleTimeout, func() bool {
+	poll.Eventually(tb, settleTimeout, func() bool {
 		fires := p.Fires()
 		for _, f := range fires[min(before, len(fires)):] {
 			if slices.Contains(f.Dirs, sentinel.Dir) {
@@ -58,7 +59,7 @@ func Settle(tb testing.TB, p *Proc, app *App, sentinel *kubelet.Volume) binary.F
 		}
 		return false
 	}, "the sentinel's change in %s was not fired", sentinel.Dir)
-	Eventually(tb, settleTimeout, func() bool {
+	poll.Eventually(tb, settleTimeout, func() bool {
 		reqs := app.Requests()
 		return len(reqs) > 0 && reqs[len(reqs)-1].Start.After(fire.Time) && app.Pending() == 0
 	}, "the sentinel's reload was not answered: %s", app)

@@ -1,6 +1,7 @@
 package poll
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -33,5 +34,30 @@ func TestEachChecksAtTheDeadline(t *testing.T) {
 				t.Errorf("cond called %d times, want %d", calls, tt.calls)
 			}
 		})
+	}
+}
+
+// fakeTB records what Eventually tells a test.
+type fakeTB struct{ failed string }
+
+func (*fakeTB) Helper() {}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.failed = fmt.Sprintf(format, args...)
+}
+
+func TestEventually(t *testing.T) {
+	var tb fakeTB
+	Eventually(&tb, time.Second, func() bool { return true }, "never %s", "seen")
+	if tb.failed != "" {
+		t.Fatalf("Eventually failed a condition that holds: %s", tb.failed)
+	}
+	Eventually(&tb, 0, func() bool { return false }, "never %s", "seen")
+	if want := "after 0s: never seen"; tb.failed != want {
+		t.Errorf("Eventually failed with %q, want %q", tb.failed, want)
+	}
+	state := "before"
+	EventuallyMsg(&tb, 20*time.Millisecond, func() bool { state = "at the deadline"; return false }, func() string { return state })
+	if want := "after 20ms: at the deadline"; tb.failed != want {
+		t.Errorf("EventuallyMsg failed with %q, want %q", tb.failed, want)
 	}
 }
