@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotreload/hotreload/test/support/binary"
 	"github.com/hotreload/hotreload/test/support/poll"
 )
 
@@ -64,31 +65,13 @@ func binaries(tb testing.TB) (hotreload, floor string) {
 	return built.hotreload, built.floor
 }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is a running hotreload or floor process.
 type proc struct {
 	tb   testing.TB
 	name string
 	bin  string
 	cmd  *exec.Cmd
-	out  lockedBuffer
+	out  binary.Buffer
 	addr string // hotreload's web address
 }
 

@@ -32,7 +32,8 @@ const (
 )
 
 // Buffer is an io.Writer safe for concurrent use that keeps everything
-// written to it.
+// written to it: a process's output here, and the log a test captures
+// from the code it runs in goroutines (the tests' one locked buffer).
 type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
