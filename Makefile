@@ -12,7 +12,7 @@ LDFLAGS   := -s -w -X $(VERSIONPKG).Version=$(VERSION) -X $(VERSIONPKG).Revision
 # The compiler's defaults, inlining included: turning it off (-gcflags=all=-l)
 # makes the binary 1.2 MB smaller but a change cost 17 % more CPU (make bench);
 # the binary's pages are page cache, not working set (docs/performance.md).
-# internal/binary builds with the same flags.
+# test/support/binary builds with the same flags.
 GOBUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x
 IMAGE     ?= hotreload:$(VERSION)

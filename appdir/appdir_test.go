@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
 	"github.com/hotreload/hotreload/internal/revision"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // files builds revision files from pairs of path and content.

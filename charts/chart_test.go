@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hotreload/hotreload/controller/config"
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 	"github.com/hotreload/hotreload/test/support/manifest"
 )
 

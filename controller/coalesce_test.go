@@ -95,7 +95,7 @@ func burst(t testing.TB, window, gap time.Duration) burstResult {
 	}
 	r.lastEdit = time.Now()
 	want := fmt.Sprintf("configmap/app@%d", 100+edits)
-	poll(t, "every pod is nudged for the last edit", func() bool {
+	waitUntil(t, "every pod is nudged for the last edit", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		n := 0

@@ -27,7 +27,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -151,7 +152,7 @@ func newEnv(t testing.TB, pods []*corev1.Pod, objects []*metav1.PartialObjectMet
 func (e *env) start(opts Options) *env {
 	e.t.Helper()
 	e.startNoWait(opts)
-	poll(e.t, "the controller leads", e.c.Leading)
+	waitUntil(e.t, "the controller leads", e.c.Leading)
 	return e
 }
 
@@ -231,22 +232,16 @@ func patches(t testing.TB, client *k8sfake.Clientset) []string {
 func (e *env) wantNudges(result string, want float64) {
 	e.t.Helper()
 	c := e.c.m.nudges.WithLabelValues(result)
-	poll(e.t, fmt.Sprintf("%s nudges are counted", result), func() bool { return testutil.ToFloat64(c) >= want })
+	waitUntil(e.t, fmt.Sprintf("%s nudges are counted", result), func() bool { return testutil.ToFloat64(c) >= want })
 	if n := testutil.ToFloat64(c); n != want {
 		e.t.Errorf("hotreload_controller_nudges_total{result=%q} = %v, want %v", result, n, want)
 	}
 }
 
-// poll waits until cond holds, failing the test after 10 seconds.
-func poll(t testing.TB, what string, cond func() bool) {
+// waitUntil waits until cond holds, failing the test after 10 seconds.
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Eventually(t, 10*time.Second, cond, "waiting until %s", what)
 }
 
 // waitPatched waits until the patches sent include all of want, and returns
@@ -254,7 +249,7 @@ func poll(t testing.TB, what string, cond func() bool) {
 func (e *env) waitPatched(want ...string) []string {
 	e.t.Helper()
 	var got []string
-	poll(e.t, fmt.Sprintf("patches %q are sent", want), func() bool {
+	waitUntil(e.t, fmt.Sprintf("patches %q are sent", want), func() bool {
 		got = patches(e.t, e.client)
 		for _, w := range want {
 			if !slices.Contains(got, w) {
@@ -390,7 +385,7 @@ func TestFailover(t *testing.T) {
 	first.start(Options{LeaderElection: le("first")})
 	second := &env{t: t, client: first.client, meta: first.meta}
 	second.startNoWait(Options{LeaderElection: le("second")})
-	poll(t, "the second replica has synced", second.c.Ready)
+	waitUntil(t, "the second replica has synced", second.c.Ready)
 	if second.c.Leading() {
 		t.Fatal("both replicas lead")
 	}
@@ -405,7 +400,7 @@ func TestFailover(t *testing.T) {
 	// The edit during the failover: the second replica may or may not lead
 	// yet; either way it must nudge it.
 	first.update(Secret, "tls", "103")
-	poll(t, "the second replica leads", second.c.Leading)
+	waitUntil(t, "the second replica leads", second.c.Leading)
 	second.waitPatched("b=secret/tls@103")
 	second.sentinel("104")
 	got := patches(t, first.client)
@@ -442,7 +437,7 @@ func TestNewObjectNudgesAndDeletedDoesNot(t *testing.T) {
 	if err := e.meta.Resource(configMapsGVR).Namespace(ns).Delete(context.Background(), "later", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the deletion reaches the cache", func() bool { _, ok := e.c.version(e.c.scope(ns), ObjectKey{ConfigMap, ns, "later"}); return !ok })
+	waitUntil(t, "the deletion reaches the cache", func() bool { _, ok := e.c.version(e.c.scope(ns), ObjectKey{ConfigMap, ns, "later"}); return !ok })
 	if got := e.sentinel("151"); !slices.Equal(got, []string{"optional=configmap/later@150"}) {
 		t.Errorf("patches = %q, want only the one for the new object: the deletion nudged", got)
 	}
@@ -516,7 +511,7 @@ func TestLagIsMeasuredFromTheChange(t *testing.T) {
 	e.start(Options{Now: clock})
 	e.update(ConfigMap, "app", "101")
 	e.waitPatched("a=configmap/app@101")
-	poll(t, "the lag is observed", func() bool { return testutil.CollectAndCount(e.c.m.lag) == 1 && histogramCount(t, e.reg) == 1 })
+	waitUntil(t, "the lag is observed", func() bool { return testutil.CollectAndCount(e.c.m.lag) == 1 && histogramCount(t, e.reg) == 1 })
 	if sum := histogramSum(t, e.reg); sum != 0.25 {
 		t.Errorf("hotreload_controller_nudge_lag_seconds sum = %v, want 0.25 (the patch's time)", sum)
 	}

@@ -11,8 +11,8 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/fakeapi"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/fakeapi"
 )
 
 // fakePods is the fake clientset's pods client, which, as the fake

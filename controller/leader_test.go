@@ -36,7 +36,7 @@ func TestResumedLeaderStopsAtItsNextRenewal(t *testing.T) {
 	e.start(Options{LeaderElection: &LeaderElection{Namespace: leaseNS, Name: leaseName, Identity: "frozen",
 		LeaseDuration: time.Minute, RenewDeadline: 30 * time.Second, RetryPeriod: 50 * time.Millisecond},
 		Parts: []Part{part}})
-	poll(t, "the part's Lead starts", part.leading.Load)
+	waitUntil(t, "the part's Lead starts", part.leading.Load)
 	e.update(ConfigMap, "app", "101")
 	e.waitPatched("a=configmap/app@101")
 
@@ -54,8 +54,8 @@ func TestResumedLeaderStopsAtItsNextRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	poll(t, "the resumed leader stops leading", func() bool { return !e.c.Leading() })
-	poll(t, "the part's Lead returns", part.stopped.Load)
+	waitUntil(t, "the resumed leader stops leading", func() bool { return !e.c.Leading() })
+	waitUntil(t, "the part's Lead returns", part.stopped.Load)
 	t.Logf("stopped leading %s after the Lease changed hands (renew deadline 30s)", time.Since(start).Round(time.Millisecond))
 	if got := logLines(e.logs, "level=warn", `msg="another replica holds the lease, no longer leading"`, "holder=other"); len(got) != 1 {
 		t.Errorf("%d lines say why it stopped, want 1", len(got))
@@ -84,7 +84,7 @@ func TestLeaseErrorsAreOneWarning(t *testing.T) {
 	e.startNoWait(Options{WarnInterval: time.Hour, LeaderElection: &LeaderElection{Namespace: leaseNS, Name: leaseName, Identity: "me",
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 10 * time.Millisecond}})
 	errs := e.c.m.apiErrors.WithLabelValues("get", "leases")
-	poll(t, "five failed reads of the Lease", func() bool { return testutil.ToFloat64(errs) >= 5 })
+	waitUntil(t, "five failed reads of the Lease", func() bool { return testutil.ToFloat64(errs) >= 5 })
 	got := logLines(e.logs, "level=warn")
 	if len(got) != 1 {
 		t.Fatalf("%d warnings, want 1:\n%s", len(got), got)
@@ -113,7 +113,7 @@ func TestPatchErrorsAreOneWarning(t *testing.T) {
 	})
 	e.start(Options{MaxRetries: 3, Workers: 2})
 	e.update(ConfigMap, "app", "101")
-	poll(t, "every pod is given up", func() bool { return testutil.ToFloat64(e.c.m.givenUp) == 5 })
+	waitUntil(t, "every pod is given up", func() bool { return testutil.ToFloat64(e.c.m.givenUp) == 5 })
 	if n := testutil.ToFloat64(e.c.m.apiErrors.WithLabelValues("patch", "pods")); n != 20 {
 		t.Errorf("%v failed patches counted, want 20: 5 pods, each tried 4 times", n)
 	}

@@ -44,7 +44,7 @@ import (
 	"github.com/hotreload/hotreload/controller/injector"
 	"github.com/hotreload/hotreload/internal/config"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 	"github.com/hotreload/hotreload/test/support/podpatch"
 )
 

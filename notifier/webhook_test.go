@@ -19,7 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/testcert"
 )
 
 // newTestWebhook returns a Webhook for opts and closes its idle connections
@@ -106,9 +107,9 @@ func TestNewWebhookValidation(t *testing.T) {
 	dir := t.TempDir()
 	notPEM := writeFile(t, dir, "not.pem", "hello\n")
 	missing := filepath.Join(dir, "missing")
-	ca := newTestCA(t)
-	certFile, keyFile := ca.writeClientCert(t, dir, "client")
-	_, otherKey := ca.writeClientCert(t, t.TempDir(), "other")
+	ca := testcert.NewCA(t)
+	certFile, keyFile := writeClientCert(t, ca, dir, "client")
+	_, otherKey := writeClientCert(t, ca, t.TempDir(), "other")
 	const url = "http://127.0.0.1:9090/-/reload"
 
 	tests := []struct {
@@ -121,7 +122,7 @@ func TestNewWebhookValidation(t *testing.T) {
 		{name: "everything", opts: WebhookOptions{
 			URL: "https://127.0.0.1:9090/-/reload?x=1", Method: "PUT", StatusCodes: []string{"200", "2xx,204"},
 			Timeout: time.Second, Headers: []string{"X-A: b", "Host: app", "X-Empty:"},
-			BearerTokenFile: missing, CAFile: ca.file, CertFile: certFile, KeyFile: keyFile,
+			BearerTokenFile: missing, CAFile: ca.File, CertFile: certFile, KeyFile: keyFile,
 		}},
 		{name: "bearer token file may appear later", opts: WebhookOptions{URL: url, BearerTokenFile: missing}},
 		{name: "class in capitals", opts: WebhookOptions{URL: url, StatusCodes: []string{"2XX"}}},

@@ -2,16 +2,10 @@ package notifier
 
 import (
 	"cmp"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
 	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,89 +13,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/hotreload/hotreload/test/support/testcert"
 )
-
-// testCA is a certificate authority made for a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-	file string // the CA certificate, PEM
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "hotreload test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	file := writeFile(t, t.TempDir(), "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	return &testCA{cert: cert, key: key, pool: pool, file: file}
-}
 
 // writeClientCert writes a client certificate for cn signed by ca, and its
 // key, to cn.pem and cn-key.pem in dir.
-func (ca *testCA) writeClientCert(t *testing.T, dir, cn string) (certFile, keyFile string) {
+func writeClientCert(t *testing.T, ca *testcert.CA, dir, cn string) (certFile, keyFile string) {
 	t.Helper()
 	certFile, keyFile = filepath.Join(dir, cn+".pem"), filepath.Join(dir, cn+"-key.pem")
-	ca.writeClientCertTo(t, certFile, keyFile, cn)
+	ca.WriteClientCert(t, certFile, keyFile, cn)
 	return certFile, keyFile
-}
-
-// writeClientCertTo writes a client certificate for cn signed by ca, and
-// its key, to the given files, replacing what was there.
-func (ca *testCA) writeClientCertTo(t *testing.T, certFile, keyFile, cn string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // startTLSServer starts an httptest TLS server and writes its certificate
@@ -121,7 +43,7 @@ func startTLSServer(t *testing.T, h http.Handler, cfg *tls.Config) (srv *httptes
 func TestNotifyTLS(t *testing.T) {
 	rec := &recorder{}
 	srv, caFile := startTLSServer(t, rec, nil)
-	otherCA := newTestCA(t)
+	otherCA := testcert.NewCA(t)
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
 
 	tests := []struct {
@@ -133,7 +55,7 @@ func TestNotifyTLS(t *testing.T) {
 	}{
 		{name: "CA file", opts: WebhookOptions{CAFile: caFile}},
 		{name: "no CA file", wantErr: "TLS: certificate signed by an unknown authority"},
-		{name: "another CA", opts: WebhookOptions{CAFile: otherCA.file},
+		{name: "another CA", opts: WebhookOptions{CAFile: otherCA.File},
 			wantErr: "TLS: certificate signed by an unknown authority"},
 		{name: "skip verify", opts: WebhookOptions{InsecureSkipVerify: true}},
 		{name: "wrong host name", url: "https://localhost:" + port, opts: WebhookOptions{CAFile: caFile},
@@ -184,7 +106,7 @@ func TestNotifyRedirectFromHTTPS(t *testing.T) {
 }
 
 func TestNotifyMutualTLS(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testcert.NewCA(t)
 	var (
 		mu  sync.Mutex
 		cns []string
@@ -202,9 +124,9 @@ func TestNotifyMutualTLS(t *testing.T) {
 		}
 		return cns[len(cns)-1]
 	}
-	srv, caFile := startTLSServer(t, h, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool})
+	srv, caFile := startTLSServer(t, h, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool})
 	dir := t.TempDir()
-	certFile, keyFile := ca.writeClientCert(t, dir, "client")
+	certFile, keyFile := writeClientCert(t, ca, dir, "client")
 
 	t.Run("without a client certificate", func(t *testing.T) {
 		w := newTestWebhook(t, WebhookOptions{URL: srv.URL, CAFile: caFile})
@@ -227,7 +149,7 @@ func TestNotifyMutualTLS(t *testing.T) {
 	})
 
 	t.Run("rotated certificate on a new connection", func(t *testing.T) {
-		ca.writeClientCertTo(t, certFile, keyFile, "client-rotated")
+		ca.WriteClientCert(t, certFile, keyFile, "client-rotated")
 		w.client.CloseIdleConnections()
 		if err := w.Notify(t.Context()); err != nil {
 			t.Fatalf("Notify: %v", err)

@@ -17,8 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/hotreload/hotreload/internal/binary"
 	"github.com/hotreload/hotreload/notifier"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 	"github.com/hotreload/hotreload/watcher"
 )
 
@@ -645,13 +646,10 @@ func TestChangeLoggedBeforeReload(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	for i := 1; i <= rounds; i++ {
 		changes <- watcher.Change{Dir: "/etc/config", Hash: [32]byte{byte(i), byte(i >> 8)}}
-		deadline := time.Now().Add(10 * time.Second)
-		for strings.Count(buf.String(), "msg=reloaded") < i {
-			if time.Now().After(deadline) {
-				t.Fatalf("reload %d not logged; log:\n%s", i, buf.String())
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		// A short interval: a thousand rounds wait here.
+		poll.EventuallyEvery(t, 100*time.Microsecond, 10*time.Second,
+			func() bool { return strings.Count(buf.String(), "msg=reloaded") >= i },
+			func() string { return fmt.Sprintf("reload %d not logged; log:\n%s", i, buf.String()) })
 	}
 	calls := f.times()
 	var changed []time.Time

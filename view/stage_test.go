@@ -18,15 +18,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/kubelet"
 	"github.com/hotreload/hotreload/internal/revision"
 	"github.com/hotreload/hotreload/notifier"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 	"github.com/hotreload/hotreload/watcher"
 )
 
 // harness runs a Stage with the test playing the kubelet (volumes written
-// by internal/kubelet), the watcher (a Change sent for each write) and the
+// by test/support/kubelet), the watcher (a Change sent for each write) and the
 // reloader (reading Changes, calling Delivered and Refused).
 type harness struct {
 	t      *testing.T

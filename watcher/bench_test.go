@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // BenchmarkFairness measures how long a change in a 10-file volume takes to
@@ -74,9 +74,7 @@ func detectionLatency(b *testing.B, small, large string, rounds int) []time.Dura
 			b.Error(err)
 		}
 	}()
-	for w.Ready() != nil {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(b, "Ready", func() bool { return w.Ready() == nil })
 	if large != "" {
 		busy := w.vols[0]
 		go func() {

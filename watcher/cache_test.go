@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // countingHasher is a hasher that counts the files it opens.

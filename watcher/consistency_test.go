@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // TestNoChangeBetweenSwapAndLinks stops the kubelet right after the rename

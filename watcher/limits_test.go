@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // TestUnreadableRotation checks that a file hotreload cannot read (a 0600

@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -19,30 +18,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // timeout bounds every wait for something that must happen.
 const timeout = 5 * time.Second
-
-// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // harness runs a Watcher for one test. Every harness watches a marker
 // directory as its last volume: writing to it and waiting for its Change,
@@ -55,14 +38,14 @@ func (b *syncBuffer) String() string {
 type harness struct {
 	w       *Watcher
 	reg     *prometheus.Registry
-	logs    *syncBuffer
+	logs    *binary.Buffer
 	marker  string
 	markers int // Changes caused by markers
 }
 
 func start(t testing.TB, opts Options, setup func(w *Watcher)) *harness {
 	t.Helper()
-	h := &harness{reg: prometheus.NewRegistry(), logs: &syncBuffer{}, marker: t.TempDir()}
+	h := &harness{reg: prometheus.NewRegistry(), logs: &binary.Buffer{}, marker: t.TempDir()}
 	opts.Dirs = append(opts.Dirs, h.marker)
 	w, err := New(log.NewLogfmtLogger(h.logs), h.reg, opts)
 	if err != nil {
@@ -97,13 +80,7 @@ func start(t testing.TB, opts Options, setup func(w *Watcher)) *harness {
 // waitFor polls cond until it holds, failing after timeout.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not reached within %s", what, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Eventually(t, timeout, cond, "%s not reached", what)
 }
 
 // expect waits for the next Change, which must be for dir with hash want.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/hotreload/hotreload/controller"
 	"github.com/hotreload/hotreload/controller/config"
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // The ValidatingAdmissionPolicy of examples/controller/admission-policy.yaml:

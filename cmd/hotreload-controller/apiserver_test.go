@@ -18,8 +18,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // fakeAPI is an API server that answers every request with the status the
@@ -108,9 +108,7 @@ current-context: x
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if !poll.Until(30*time.Second, cond) {
-		t.Fatalf("timed out waiting until %s", what)
-	}
+	poll.Eventually(t, 30*time.Second, cond, "waiting until %s", what)
 }
 
 // TestAPIServerFailuresAreOneWarningEach runs the controller's main against

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/prometheus/procfs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -9,7 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/prometheus/procfs"
+
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // BenchmarkIdle reports the size of the controller's binary, built as
@@ -39,13 +41,9 @@ func BenchmarkIdle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for p.Status("/-/ready") != http.StatusOK {
-			if time.Now().After(deadline) {
-				p.Kill()
-				b.Fatalf("not ready after 30s:\n%s", p.Logs())
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !poll.Until(30*time.Second, func() bool { return p.Status("/-/ready") == http.StatusOK }) {
+			p.Kill()
+			b.Fatalf("not ready after 30s:\n%s", p.Logs())
 		}
 		time.Sleep(5 * time.Second)
 		m, err := memoryOf(p.Pid())

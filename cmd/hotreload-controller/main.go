@@ -12,7 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	ossignal "os/signal"
+	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -155,8 +155,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var g run.Group
 	g.Add(cli.Until(func(stop context.Context) error {
 		sig := make(chan os.Signal, 1)
-		ossignal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-		defer ossignal.Stop(sig)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		defer signal.Stop(sig)
 		select {
 		case s := <-sig:
 			level.Info(logger).Log("msg", "shutting down", "signal", s)

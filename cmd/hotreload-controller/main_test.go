@@ -78,3 +78,19 @@ func TestSidecarDoesNotImportClientGo(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsLinkNoTestSupport: what ships links nothing of test/ (the
+// fakes, harnesses and helpers that only tests and the demo use).
+func TestCommandsLinkNoTestSupport(t *testing.T) {
+	for _, cmd := range []string{"hotreload", "hotreload-controller"} {
+		out, err := goList("github.com/hotreload/hotreload/cmd/" + cmd)
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		for _, dep := range strings.Fields(out) {
+			if strings.HasPrefix(dep, "github.com/hotreload/hotreload/test/") {
+				t.Errorf("cmd/%s links %s", cmd, dep)
+			}
+		}
+	}
+}

@@ -20,8 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // report prints a figure line and records the metrics with b.
@@ -90,7 +91,7 @@ func BenchmarkSwapToRequest(b *testing.B) {
 				lat = append(lat, r.Start.Sub(t0))
 				// The next swap waits for this reload's answer, so that
 				// no two reloads coalesce.
-				e2etest.Eventually(b, waitFor, func() bool { return app.Completed(200) == i }, "reload %d not answered", i)
+				poll.Eventually(b, waitFor, func() bool { return app.Completed(200) == i }, "reload %d not answered", i)
 			}
 			b.StopTimer()
 			slices.Sort(lat)
@@ -156,11 +157,11 @@ func BenchmarkSlowApp(b *testing.B) {
 	start := time.Now()
 	for i := 1; i <= 5; i++ {
 		e2etest.Write(b, vol, true, e2etest.Payload("key", fmt.Sprint("v", i)))
-		e2etest.Eventually(b, waitFor, func() bool { return len(p.Fires()) >= i }, "update %d was not fired", i)
+		poll.Eventually(b, waitFor, func() bool { return len(p.Fires()) >= i }, "update %d was not fired", i)
 	}
 	fires := p.Fires()
 	lastFire := fires[len(fires)-1].Time
-	e2etest.Eventually(b, 3*waitFor, func() bool {
+	poll.Eventually(b, 3*waitFor, func() bool {
 		reqs := app.Requests()
 		return len(reqs) > 0 && reqs[len(reqs)-1].Start.After(lastFire) && app.Completed(200) == len(reqs)
 	}, "the last update was not delivered: %s", app)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // BenchmarkAppBack measures how soon an app that was down is reloaded once

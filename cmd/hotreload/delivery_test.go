@@ -20,8 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/poll"
 	"github.com/hotreload/hotreload/watcher"
 )
 
@@ -44,7 +45,7 @@ func TestChangeWhileNotRunning(t *testing.T) {
 
 	// First start of the pod: the baseline is written, nothing reloaded.
 	p := start(t, app, dirs, "--state-file="+state)
-	e2etest.Eventually(t, waitFor, func() bool { _, err := os.Stat(state); return err == nil }, "no state file written at start")
+	poll.Eventually(t, waitFor, func() bool { _, err := os.Stat(state); return err == nil }, "no state file written at start")
 	e2etest.Settle(t, p, app, sentinel)
 	if got := app.Count(); got != 1 {
 		t.Errorf("requests = %d, want 1 (the sentinel's): no reload at the pod's first start: %s", got, app)
@@ -63,7 +64,7 @@ func TestChangeWhileNotRunning(t *testing.T) {
 	t0 := time.Now()
 	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 	app.WaitAfter(t0, waitFor)
-	e2etest.Eventually(t, waitFor, func() bool { return app.Pending() == 0 }, "the reload of v2 was not answered")
+	poll.Eventually(t, waitFor, func() bool { return app.Pending() == 0 }, "the reload of v2 was not answered")
 	p.Signal(syscall.SIGKILL)
 	if _, err := p.Wait(waitFor); err == nil {
 		t.Fatal("hotreload survived SIGKILL")
@@ -188,9 +189,9 @@ func TestFirstBurstEndsOnStartupContent(t *testing.T) {
 	// Edited and restored within the debounce, each step seen.
 	n := changesTotal(p)
 	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
-	e2etest.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+1 }, "the edit was not seen")
+	poll.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+1 }, "the edit was not seen")
 	e2etest.Write(t, vol, true, e2etest.Payload("key", "v1"))
-	e2etest.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+2 }, "the restore was not seen")
+	poll.Eventually(t, waitFor, func() bool { return changesTotal(p) >= n+2 }, "the restore was not seen")
 
 	// The burst settles a second later, one way or the other.
 	fired := func() bool {
@@ -201,7 +202,7 @@ func TestFirstBurstEndsOnStartupContent(t *testing.T) {
 		}
 		return false
 	}
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		return fired() || p.CountLog("content is what the app was last given, not reloading", "dirs="+vol.Dir) > 0
 	}, "the burst did not settle")
 	fire := e2etest.Settle(t, p, app, sentinel)
@@ -252,7 +253,7 @@ func TestContentEndpoint(t *testing.T) {
 			} `json:"volumes"`
 		}
 		var body string
-		e2etest.Eventually(t, waitFor, func() bool {
+		poll.Eventually(t, waitFor, func() bool {
 			var code int
 			var err error
 			code, body, err = p.Get("/-/content")
@@ -315,7 +316,7 @@ func TestAppBackIsReloadedAtOnce(t *testing.T) {
 	app.Down()
 	e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 	// Six refused attempts: the next one is 3.2s to 6.4s away.
-	e2etest.Eventually(t, 3*waitFor, func() bool {
+	poll.Eventually(t, 3*waitFor, func() bool {
 		v, _ := p.Metric("hotreload_reloads_total", failure)
 		return v >= 6
 	}, "fewer than 6 failed attempts")

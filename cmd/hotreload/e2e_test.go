@@ -1,7 +1,7 @@
 package main
 
 // End-to-end tests: the binary runs as a real process against an httptest
-// app, while the tests play the kubelet (internal/kubelet) on volumes in
+// app, while the tests play the kubelet (test/support/kubelet) on volumes in
 // t.TempDir(). Nothing sleeps to wait for an event: every wait polls with a
 // deadline. Where a test must show that something did NOT happen (noise
 // reloads nothing, no reload at start), it makes a real change afterwards
@@ -22,9 +22,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // waitFor bounds every wait for something that normally takes
@@ -109,7 +110,7 @@ func TestUpdatesReloadOnce(t *testing.T) {
 	if _, err := os.ReadFile(filepath.Join(vol.Dir, "app.properties")); err != nil {
 		t.Fatal(err)
 	}
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		return metric(t, p, "hotreload_watch_events_total", nil) > events
 	}, "the chmods made no watch event: the noise was not seen, the test proves nothing")
 
@@ -150,7 +151,7 @@ func TestNoiseOnly(t *testing.T) {
 			}
 		}
 	}
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		return metric(t, p, "hotreload_watch_events_total", nil) > events
 	}, "the noise made no watch event: the test proves nothing")
 
@@ -183,7 +184,7 @@ func TestBurstAcrossVolumes(t *testing.T) {
 	}
 	// Every volume's change has been fired once every dir appears in a
 	// "reloading" line; the request of the last such line is then the last.
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		covered := map[string]bool{}
 		for _, f := range p.Fires() {
 			for _, d := range f.Dirs {
@@ -198,7 +199,7 @@ func TestBurstAcrossVolumes(t *testing.T) {
 		return true
 	}, "not every volume's change was fired")
 	n := len(p.Fires())
-	e2etest.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) >= n },
+	poll.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) >= n },
 		"%d reloads fired, app answered %s", n, app)
 
 	if got := metric(t, p, "hotreload_changes_total", nil); got != 5 {
@@ -246,7 +247,7 @@ func TestAppUnavailable(t *testing.T) {
 			tc.breakApp(app)
 			e2etest.Write(t, vol, true, e2etest.Payload("key", "v2"))
 			// Down for a few failed attempts (a second or so).
-			e2etest.Eventually(t, waitFor, func() bool {
+			poll.Eventually(t, waitFor, func() bool {
 				v, _ := p.Metric("hotreload_reloads_total", failure)
 				return v >= 3
 			}, "fewer than 3 failed attempts")
@@ -259,7 +260,7 @@ func TestAppUnavailable(t *testing.T) {
 			upAt := time.Now()
 			tc.fixApp(app)
 
-			e2etest.Eventually(t, waitFor, func() bool {
+			poll.Eventually(t, waitFor, func() bool {
 				v, _ := p.Metric("hotreload_reloads_total", success)
 				return v == 1
 			}, "no successful reload after the app came back")
@@ -296,14 +297,14 @@ func TestSlowApp(t *testing.T) {
 		e2etest.Write(t, vol, true, e2etest.Payload("key", fmt.Sprint("v", i)))
 		lastWrite = time.Now()
 		// Each update is seen (and fired) before the next one is written.
-		e2etest.Eventually(t, waitFor, func() bool { return len(p.Fires()) >= i },
+		poll.Eventually(t, waitFor, func() bool { return len(p.Fires()) >= i },
 			"update %d was not fired", i)
 	}
 	// Every update was fired; a request that starts after the last fire
 	// carries the newest content, and its answer ends the deliveries.
 	fires := p.Fires()
 	lastFire := fires[len(fires)-1].Time
-	e2etest.Eventually(t, 2*waitFor, func() bool {
+	poll.Eventually(t, 2*waitFor, func() bool {
 		reqs := app.Requests()
 		if len(reqs) == 0 {
 			return false
@@ -315,7 +316,7 @@ func TestSlowApp(t *testing.T) {
 	if last := reqs[len(reqs)-1]; !last.Start.After(lastWrite) {
 		t.Errorf("the last request started at %s, before the last update at %s", last.Start, lastWrite)
 	}
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		v, _ := p.Metric("hotreload_reloads_total", map[string]string{"result": "success"})
 		return v == float64(app.Count())
 	}, "hotreload did not count the last reload")
@@ -344,7 +345,7 @@ func TestLateVolume(t *testing.T) {
 	t0 := time.Now()
 	e2etest.Write(t, late, true, e2etest.Payload("key", "v1", "conf.d/nested", "n1"))
 	app.WaitAfter(t0, waitFor)
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		v, _ := p.Metric("hotreload_watched_dirs", nil)
 		return v == 2
 	}, "the late volume is not watched")
@@ -421,11 +422,11 @@ func TestVolumeRecreated(t *testing.T) {
 		if err := tc.remove(); err != nil {
 			t.Fatal(err)
 		}
-		e2etest.Eventually(t, waitFor, watched(1), "%s: the deleted volume is still counted as watched", tc.name)
+		poll.Eventually(t, waitFor, watched(1), "%s: the deleted volume is still counted as watched", tc.name)
 		if err := tc.recreate(); err != nil {
 			t.Fatal(err)
 		}
-		e2etest.Eventually(t, waitFor, watched(2), "%s: the re-created volume is not watched", tc.name)
+		poll.Eventually(t, waitFor, watched(2), "%s: the re-created volume is not watched", tc.name)
 
 		t0 := time.Now()
 		e2etest.Write(t, vol, true, e2etest.Payload("key", "v2 "+tc.name, "conf.d/nested", "n1"))
@@ -525,7 +526,7 @@ func TestPlainDirectory(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "app.conf"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		return metric(t, p, "hotreload_watch_events_total", nil) > events
 	}, "the noise made no watch event")
 	// The sentinel is renamed into place: one atomic change.
@@ -688,7 +689,7 @@ func TestCredentialsNotShown(t *testing.T) {
 				t0 := time.Now()
 				e2etest.Write(t, vol, true, e2etest.Payload("key", fmt.Sprint("v", i)))
 				app.WaitAfter(t0, waitFor)
-				e2etest.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) == i-1 },
+				poll.Eventually(t, waitFor, func() bool { return app.Completed(http.StatusOK) == i-1 },
 					"update %d not reloaded: %s", i, app)
 				reqs := app.Requests()
 				r := reqs[len(reqs)-1]
@@ -841,7 +842,7 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 	t0 := time.Now()
 	e2etest.Write(t, vol, true, e2etest.Payload("prometheus.yml", "global: {scrape_interval: 1s"))
 	app.WaitAfter(t0, waitFor)
-	e2etest.Eventually(t, waitFor, func() bool { v, _ := p.Metric("hotreload_reloads_total", failure); return v == 1 },
+	poll.Eventually(t, waitFor, func() bool { v, _ := p.Metric("hotreload_reloads_total", failure); return v == 1 },
 		"the rejected attempt was not counted")
 	p.WaitLog(waitFor, "no attempts left")
 	// ...and the fixed config reloads (the sync point that shows it was not).
@@ -854,7 +855,7 @@ func TestConfigmapReloadCommandLine(t *testing.T) {
 	if got := app.Count(); got != 2 {
 		t.Errorf("app got %d requests, want 2 (no retry of the rejected one): %s", got, app)
 	}
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		v, _ := p.Metric("hotreload_last_reload_successful", nil)
 		return v == 1
 	}, "hotreload_last_reload_successful is not 1 after the fixed config")
@@ -888,7 +889,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	app.WaitAfter(t0, waitFor)
 	target := map[string]string{"target": app.URL("/-/reload")}
 	var mfs = before
-	e2etest.Eventually(t, waitFor, func() bool {
+	poll.Eventually(t, waitFor, func() bool {
 		mfs = p.ScrapePath("/custom-metrics")
 		v, _ := binary.Value(mfs, "hotreload_reloads_total", map[string]string{"result": "success"})
 		return v == 1

@@ -1,7 +1,7 @@
 // Command hotreload is a sidecar that reloads an app when its mounted
 // ConfigMaps, Secrets or directories change, without restarting it. This file
 // only wires the parts together; see the watcher, reloader, notifier and
-// signal packages for the work.
+// procsignal packages for the work.
 package main
 
 import (

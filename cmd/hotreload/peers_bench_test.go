@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	ossignal "os/signal"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 const (
@@ -76,7 +77,7 @@ func BenchmarkSwapToSignal(b *testing.B) {
 		Args: []string{catcherName, "-test.run=^$", "-test.bench=^BenchmarkSwapToSignal$", "-test.benchtime=1x"},
 		Env:  append(os.Environ(), envCatcher+"="+catchDir),
 	})
-	e2etest.Eventually(b, 20*time.Second, func() bool {
+	poll.Eventually(b, 20*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(catchDir, "ready"))
 		return err == nil
 	}, "the SIGHUP catcher is not ready")
@@ -94,7 +95,7 @@ func BenchmarkSwapToSignal(b *testing.B) {
 		t0 := time.Now()
 		e2etest.Write(b, vol, true, e2etest.Payload("app.conf", fmt.Sprintf("swap=%d\n", i)))
 		var got []time.Time
-		e2etest.EventuallyMsg(b, 10*time.Second, func() bool {
+		poll.EventuallyMsg(b, 10*time.Second, func() bool {
 			got = readHups(b, hups)
 			return len(got) >= i
 		}, func() string { return fmt.Sprintf("swap %d: %d SIGHUPs received", i, len(got)) })
@@ -121,7 +122,7 @@ func BenchmarkSwapToSignal(b *testing.B) {
 // It runs until it is killed.
 func catchSIGHUP(b *testing.B, dir string) {
 	c := make(chan os.Signal, 16)
-	ossignal.Notify(c, syscall.SIGHUP)
+	signal.Notify(c, syscall.SIGHUP)
 	f, err := os.OpenFile(filepath.Join(dir, "hups"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		b.Fatal(err)

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // nginxWorkers is worker_processes in testdata/peers/nginx.conf.
@@ -125,7 +126,7 @@ func TestNginxSignalUnhandledTarget(t *testing.T) {
 	// matches.
 	const name = "hrpeer-nohup"
 	target := startPeer(t, name, &exec.Cmd{Path: sleepPath, Args: []string{name, "1000"}})
-	e2etest.Eventually(t, 10*time.Second, func() bool {
+	poll.Eventually(t, 10*time.Second, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", target.Pid()))
 		return err == nil && strings.HasPrefix(string(b), name+"\x00")
 	}, "%s did not start", name)
@@ -206,7 +207,7 @@ func (ng *nginx) payload(v string) map[string]kubelet.File {
 func (ng *nginx) waitWorkers(t *testing.T, old []int) []int {
 	t.Helper()
 	var pids []int
-	e2etest.EventuallyMsg(t, peerTimeout, func() bool {
+	poll.EventuallyMsg(t, peerTimeout, func() bool {
 		pids = pids[:0]
 		for _, c := range children(t, ng.Pid()) {
 			if c.Comm == "nginx" {

@@ -31,8 +31,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // envBinary, in a benchmark's PID namespace, is the release-built hotreload
@@ -169,7 +170,7 @@ func waitGet(tb testing.TB, timeout time.Duration, url string, status int, ok fu
 		body string
 		err  error
 	)
-	e2etest.EventuallyMsg(tb, timeout, func() bool {
+	poll.EventuallyMsg(tb, timeout, func() bool {
 		code, body, err = binary.Get(url)
 		return err == nil && code == status && ok(body)
 	}, func() string {
@@ -223,7 +224,7 @@ func metric(p *e2etest.Proc, name string, labels map[string]string) float64 {
 // waitMetric waits until hotreload's metric name{labels} satisfies ok.
 func waitMetric(tb testing.TB, p *e2etest.Proc, timeout time.Duration, name string, labels map[string]string, ok func(float64) bool) {
 	tb.Helper()
-	e2etest.EventuallyMsg(tb, timeout, func() bool { return ok(metric(p, name, labels)) }, func() string {
+	poll.EventuallyMsg(tb, timeout, func() bool { return ok(metric(p, name, labels)) }, func() string {
 		return fmt.Sprintf("hotreload's %s%v is %v", name, labels, metric(p, name, labels))
 	})
 }

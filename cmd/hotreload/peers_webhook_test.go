@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // webhookPeer describes an app reloaded by POST /-/reload, for
@@ -77,7 +78,7 @@ func TestPrometheusReloadByWebhook(t *testing.T) {
 		live: func(t *testing.T, base string) {
 			// Prometheus scrapes the added job's target, hotreload.
 			var body string
-			e2etest.EventuallyMsg(t, peerTimeout, func() bool {
+			poll.EventuallyMsg(t, peerTimeout, func() bool {
 				body = waitGet(t, peerTimeout, base+"/api/v1/targets?state=active", http.StatusOK, anyBody)
 				var resp struct {
 					Data struct {
@@ -160,7 +161,7 @@ func testWebhookPeer(t *testing.T, app webhookPeer) {
 	waitConfigured := func(want string) {
 		t.Helper()
 		var body string
-		e2etest.EventuallyMsg(t, peerTimeout, func() bool { body = config(); return app.configured(t, body, want) }, func() string {
+		poll.EventuallyMsg(t, peerTimeout, func() bool { body = config(); return app.configured(t, body, want) }, func() string {
 			return fmt.Sprintf("%s does not run a configuration with %q:\n%s", app.name, want, excerpt(body))
 		})
 	}
@@ -220,7 +221,7 @@ func testWebhookPeer(t *testing.T, app webhookPeer) {
 	// fixed file (the app reads the files, not what hotreload meant), and
 	// the fixed change is delivered after it all the same: hotreload cannot
 	// know what the app read. Such a retry is one success more.
-	e2etest.EventuallyMsg(t, peerTimeout, func() bool {
+	poll.EventuallyMsg(t, peerTimeout, func() bool {
 		return metric(hr, "hotreload_reloads_total", success) == 2+retriedOK(hr.Logs())
 	}, func() string {
 		return fmt.Sprintf("hotreload's reloads_total%v is %v, want 2 and one per successful retry (%v)",

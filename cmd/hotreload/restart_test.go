@@ -12,8 +12,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // TestRestartByAnnotation: an app whose config is in env vars (a ref with
@@ -85,7 +86,7 @@ func TestRestartByAnnotation(t *testing.T) {
 	if got := metric(t, p, "hotreload_reloads_total", success); got != 1 {
 		t.Errorf("%v restarts, want 1", got)
 	}
-	e2etest.Eventually(t, waitFor, func() bool { b, _ := os.ReadFile(restarts); return string(b) == "restarted\n" },
+	poll.Eventually(t, waitFor, func() bool { b, _ := os.ReadFile(restarts); return string(b) == "restarted\n" },
 		"the app was not restarted exactly once")
 
 	// Back to revision 1 (a rollback by the controller) is a restart too.

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // BenchmarkViewSwapToRequest measures what a --view adds to the time from a
@@ -53,7 +54,7 @@ func BenchmarkViewSwapToRequest(b *testing.B) {
 			e2etest.Write(b, s.vol, true, payload(i))
 			r := s.app.WaitAfter(t0, waitFor)
 			s.lat = append(s.lat, r.Start.Sub(t0))
-			e2etest.Eventually(b, waitFor, func() bool { return s.app.Completed(200) == i }, "%s: reload %d not answered", s.name, i)
+			poll.Eventually(b, waitFor, func() bool { return s.app.Completed(200) == i }, "%s: reload %d not answered", s.name, i)
 		}
 	}
 	b.StopTimer()

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/e2etest"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // viewState is one view of GET /-/content.
@@ -30,7 +31,7 @@ type viewState struct {
 func waitView(t *testing.T, p *e2etest.Proc, ok func(viewState) bool) viewState {
 	t.Helper()
 	var got struct{ Views []viewState }
-	e2etest.EventuallyMsg(t, waitFor, func() bool {
+	poll.EventuallyMsg(t, waitFor, func() bool {
 		code, body, err := p.Get("/-/content")
 		return err == nil && code == 200 && json.Unmarshal([]byte(body), &got) == nil && len(got.Views) == 1 && ok(got.Views[0])
 	}, func() string { return fmt.Sprintf("/-/content views: %+v", got.Views) })

@@ -21,7 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 var testDNS = DNSNames("hotreload-injector", "hotreload-system")

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hotreload/hotreload/controller"
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 func podWith(ns, name string, annotations map[string]string) *corev1.Pod {

@@ -2,10 +2,10 @@
 
 package injector
 
-import "github.com/hotreload/hotreload/signal"
+import "github.com/hotreload/hotreload/procsignal"
 
 // checkSignal checks a signal's name as the sidecar will.
 func checkSignal(s string) error {
-	_, err := signal.Parse(s)
+	_, err := procsignal.Parse(s)
 	return err
 }

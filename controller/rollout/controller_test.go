@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hotreload/hotreload/internal/revision"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -51,19 +52,16 @@ func TestGoodEditInThreeSteps(t *testing.T) {
 		// The step counts, as status reports them, and when each began.
 		var timeline []string
 		last := ""
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
+		// The timeline below tells a rollout that never ends.
+		poll.Each(100*time.Millisecond, 2*time.Minute, func() bool {
 			r = e.get("app")
 			s := fmt.Sprintf("%s step %d/%d updated %d", r.Status.Phase, r.Status.Step, r.Status.Steps, r.Status.Updated)
 			if s != last && (len(timeline) > 0 || r.Status.Phase != PhaseHealthy) {
 				timeline = append(timeline, fmt.Sprintf("%4.0fs %s", time.Since(start).Seconds(), s))
 				last = s
 			}
-			if r.Status.Phase == PhaseHealthy && r.Status.StableRevision == rev || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return r.Status.Phase == PhaseHealthy && r.Status.StableRevision == rev
+		})
 		want := []string{
 			"   0s Progressing step 1/3 updated 1",
 			"  10s Progressing step 2/3 updated 5",

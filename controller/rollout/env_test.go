@@ -27,9 +27,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/hotreload/hotreload/controller"
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/fakeapi"
 	"github.com/hotreload/hotreload/internal/revision"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/fakeapi"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 const ns = "shop"
@@ -386,17 +387,14 @@ func (e *env) hasEvent(kind, reason, substr string) bool {
 // waitPhase waits (in virtual time) until the rollout is in phase.
 func (e *env) waitPhase(name, phase string, within time.Duration) *ConfigRollout {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		r := e.get(name)
-		if r.Status.Phase == phase {
-			return r
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("rollout %s: phase %q (%s) after %s, want %s\nlog:\n%s", name, r.Status.Phase, r.Status.Message, within, phase, e.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var r *ConfigRollout
+	poll.EventuallyEvery(e.t, 100*time.Millisecond, within, func() bool {
+		r = e.get(name)
+		return r.Status.Phase == phase
+	}, func() string {
+		return fmt.Sprintf("rollout %s: phase %q (%s), want %s\nlog:\n%s", name, r.Status.Phase, r.Status.Message, phase, e.logs.String())
+	})
+	return r
 }
 
 func names(prefix string, n int) []string {

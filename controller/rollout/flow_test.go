@@ -75,7 +75,7 @@ func TestPauseResumePromote(t *testing.T) {
 			t.Errorf("paused before it started, yet %v were moved", got)
 		}
 		e.setPaused("app", false)
-		poll(t, "step 1 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 1 })
+		waitUntil(t, "step 1 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 1 })
 		time.Sleep(2 * time.Second)
 		e.setPaused("app", true)
 		r := e.waitPhase("app", PhasePaused, time.Minute)
@@ -111,17 +111,17 @@ func TestRevertAndNewEditDuringARollout(t *testing.T) {
 		e.start(Options{})
 		stable := e.waitPhase("app", PhaseHealthy, time.Minute).Status.StableRevision
 		rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
-		poll(t, "step 2 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 5 })
+		waitUntil(t, "step 2 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 5 })
 		e.edit("app", map[string]string{"app.yaml": "v: 1"})
-		poll(t, "every pod is back on stable", func() bool { return len(e.onRevision("configmap/app", stable)) == 10 })
+		waitUntil(t, "every pod is back on stable", func() bool { return len(e.onRevision("configmap/app", stable)) == 10 })
 		if r := e.waitPhase("app", PhaseHealthy, time.Minute); r.Status.StableRevision != stable {
 			t.Errorf("stable %s after the revert, want %s", r.Status.StableRevision, stable)
 		}
 
 		rev2 := e.edit("app", map[string]string{"app.yaml": "v: 2"})
-		poll(t, "step 2 of the second edit runs", func() bool { return len(e.onRevision("configmap/app", rev2)) == 5 })
+		waitUntil(t, "step 2 of the second edit runs", func() bool { return len(e.onRevision("configmap/app", rev2)) == 5 })
 		rev3 := e.edit("app", map[string]string{"app.yaml": "v: 3"})
-		poll(t, "the third edit starts at step 1", func() bool {
+		waitUntil(t, "the third edit starts at step 1", func() bool {
 			r := e.get("app")
 			return r.Status.Revision == rev3 && r.Status.Step == 1 && len(e.onRevision("configmap/app", rev3)) == 1
 		})
@@ -147,7 +147,7 @@ func TestPodsComeAndGoDuringARollout(t *testing.T) {
 		e.start(Options{})
 		e.waitPhase("app", PhaseHealthy, time.Minute)
 		rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
-		poll(t, "step 1 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 1 })
+		waitUntil(t, "step 1 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 1 })
 		if err := e.core.CoreV1().Pods(ns).Delete(context.Background(), "app-00", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestRolloutDeletedDeletesTheStableCopy(t *testing.T) {
 		if err := e.dyn.Resource(GVR).Namespace(ns).Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the stable copy is deleted", func() bool {
+		waitUntil(t, "the stable copy is deleted", func() bool {
 			_, err := e.core.CoreV1().ConfigMaps(ns).Get(context.Background(), "app"+StableSuffix, metav1.GetOptions{})
 			return err != nil
 		})
@@ -210,7 +210,7 @@ func TestEnvSourceRestartsOneAtATime(t *testing.T) {
 			t.Fatalf("a pod with config in env vars was given a revision before any edit (that restarts it): %v", revs)
 		}
 		rev := e.edit("env", map[string]string{"LEVEL": "debug"})
-		poll(t, "every pod is on the new revision", func() bool { return len(e.onRevision("configmap/env", rev)) == 4 })
+		waitUntil(t, "every pod is on the new revision", func() bool { return len(e.onRevision("configmap/env", rev)) == 4 })
 		k.mu.Lock()
 		if k.maxDown > 1 {
 			t.Errorf("%d pods restarted at once, want 1", k.maxDown)
@@ -224,7 +224,7 @@ func TestEnvSourceRestartsOneAtATime(t *testing.T) {
 		e.mu.Lock()
 		e.behave["app-01"] = func(r *Report) { r.Result = ResultPending }
 		e.mu.Unlock()
-		poll(t, "the restart rollout aborts at the deadline", func() bool {
+		waitUntil(t, "the restart rollout aborts at the deadline", func() bool {
 			if time.Since(start) > 7*time.Minute {
 				t.Fatalf("no abort:\n%s", e.logs.String())
 			}
@@ -294,7 +294,7 @@ func TestFailoverResumes(t *testing.T) {
 			e.start(Options{})
 			e.waitPhase("app", PhaseHealthy, time.Minute)
 			rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
-			poll(t, "step 2 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 5 })
+			waitUntil(t, "step 2 runs", func() bool { return len(e.onRevision("configmap/app", rev)) == 5 })
 			before := len(e.core.Actions())
 			// The first replica keeps running as the second starts: both
 			// lead for a while, as after a frozen leader resumes.
@@ -327,12 +327,12 @@ func TestFailoverResumes(t *testing.T) {
 			e.start(Options{})
 			time.Sleep(5 * time.Second)
 			rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
-			poll(t, "two pods restarted", func() bool { return len(e.onRevision("configmap/app", rev)) >= 2 })
+			waitUntil(t, "two pods restarted", func() bool { return len(e.onRevision("configmap/app", rev)) >= 2 })
 			ctx2, cancel2 := context.WithCancel(context.Background())
 			var wg2 sync.WaitGroup
 			defer func() { cancel2(); wg2.Wait() }()
 			e.controller(ctx2, &wg2, Options{})
-			poll(t, "every pod restarted", func() bool { return len(e.onRevision("configmap/app", rev)) == 6 })
+			waitUntil(t, "every pod restarted", func() bool { return len(e.onRevision("configmap/app", rev)) == 6 })
 			time.Sleep(10 * time.Second)
 			k.mu.Lock()
 			defer k.mu.Unlock()

@@ -2,11 +2,13 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/hotreload/hotreload/test/support/poll"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -103,24 +105,18 @@ func TestTwoLeadersCannotBothPromoteAndAbort(t *testing.T) {
 				mu.Lock()
 				candidate = rev
 				mu.Unlock()
-				deadline := time.Now().Add(time.Minute)
-				for {
-					r := e.get("app")
-					if r.Status.BakeStartedAt != nil {
-						mu.Lock()
-						bakeEnd = r.Status.BakeStartedAt.Add(10 * time.Second)
-						mu.Unlock()
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("no bake: %+v", r.Status)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				var r *ConfigRollout
+				poll.EventuallyEvery(t, 10*time.Millisecond, time.Minute, func() bool {
+					r = e.get("app")
+					return r.Status.BakeStartedAt != nil
+				}, func() string { return fmt.Sprintf("no bake: %+v", r.Status) })
+				mu.Lock()
+				bakeEnd = r.Status.BakeStartedAt.Add(10 * time.Second)
+				mu.Unlock()
 				time.Sleep(30 * time.Second)
 				synctest.Wait()
 
-				r := e.get("app")
+				r = e.get("app")
 				res, data := e.stable("app")
 				revs := e.revisions("configmap/app")
 				consistent := false

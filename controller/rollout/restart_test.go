@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hotreload/hotreload/test/support/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -113,7 +114,7 @@ func TestRestartModeOneAtATime(t *testing.T) {
 				// The stable copy appears and every pod is given its revision,
 				// which restarts nothing (it is what they run).
 				var stable string
-				poll(t, "the pods name the stable revision", func() bool {
+				waitUntil(t, "the pods name the stable revision", func() bool {
 					revs := e.revisions("configmap/app")
 					stable = revs["app-00"]
 					for _, r := range revs {
@@ -125,7 +126,7 @@ func TestRestartModeOneAtATime(t *testing.T) {
 				})
 				time.Sleep(5 * time.Second)
 				rev := e.edit("app", map[string]string{"app.yaml": "v: 2"})
-				poll(t, "every pod runs the new revision", func() bool {
+				waitUntil(t, "every pod runs the new revision", func() bool {
 					for _, r := range e.revisions("configmap/app") {
 						if r != rev {
 							return false
@@ -186,7 +187,7 @@ func TestRefusedPods(t *testing.T) {
 		rev := ""
 		time.Sleep(5 * time.Second)
 		rev = e.edit("app", map[string]string{"app.yaml": "v: 2"})
-		poll(t, "the accepted pods run the new revision", func() bool {
+		waitUntil(t, "the accepted pods run the new revision", func() bool {
 			revs := e.revisions("configmap/app")
 			return revs["ok-0"] == rev && revs["ok-1"] == rev && revs["single-ok"] == rev
 		})
@@ -212,14 +213,9 @@ func TestRefusedPods(t *testing.T) {
 	})
 }
 
-// poll waits, in virtual time, until cond holds, for at most 5 minutes.
-func poll(t *testing.T, what string, cond func() bool) {
+// waitUntil waits, in virtual time, until cond holds, for at most 10
+// minutes.
+func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.EventuallyEvery(t, 100*time.Millisecond, 10*time.Minute, cond, func() string { return "waiting until " + what })
 }

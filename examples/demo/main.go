@@ -21,9 +21,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/kubelet"
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/kubelet"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // deadline bounds every wait of the demo; each ends as soon as what it

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // The demo is a program users run: it must link no test support.

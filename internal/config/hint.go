@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/hotreload/hotreload/notifier"
-	"github.com/hotreload/hotreload/signal"
+	"github.com/hotreload/hotreload/procsignal"
 )
 
 // Hint returns advice on the error of a failed reload, in terms of the
@@ -26,7 +26,7 @@ func (c *Config) Hint(err error) string {
 		status    *notifier.StatusError
 	)
 	switch {
-	case errors.Is(err, signal.ErrNoProcess):
+	case errors.Is(err, procsignal.ErrNoProcess):
 		pid := c.pid
 		if pid == 0 {
 			pid = os.Getpid()
@@ -36,7 +36,7 @@ func (c *Config) Hint(err error) string {
 			return "hotreload is pid 1, so this pod does not share its process namespace: set shareProcessNamespace: true in the pod's spec"
 		}
 		return "the app must run in this pod under that name (its comm, executable or argv[0]), and the pod needs shareProcessNamespace: true"
-	case errors.Is(err, signal.ErrNotSent):
+	case errors.Is(err, procsignal.ErrNotSent):
 		return "use --signal-force to send anyway"
 	case errors.Is(err, notifier.ErrUnconfirmed):
 		return "if the app keeps its workers on a good reload too, set --signal-confirm-timeout=0"

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/hotreload/hotreload/notifier"
-	"github.com/hotreload/hotreload/signal"
+	"github.com/hotreload/hotreload/procsignal"
 )
 
 // TestHint: the errors of a failed reload that a flag would fix come with
@@ -23,11 +23,11 @@ func TestHint(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"signal not sent", fmt.Errorf("pid 7 (sleep) does not handle SIGHUP and would be terminated by it: %w", signal.ErrNotSent),
+		{"signal not sent", fmt.Errorf("pid 7 (sleep) does not handle SIGHUP and would be terminated by it: %w", procsignal.ErrNotSent),
 			"use --signal-force to send anyway"},
 		{"workers kept", fmt.Errorf("signal delivered but pid 7 (nginx) kept its workers: %w", notifier.ErrUnconfirmed),
 			"if the app keeps its workers on a good reload too, set --signal-confirm-timeout=0"},
-		{"no process", fmt.Errorf("%w named nginx", signal.ErrNoProcess),
+		{"no process", fmt.Errorf("%w named nginx", procsignal.ErrNoProcess),
 			"the app must run in this pod under that name (its comm, executable or argv[0]), and the pod needs shareProcessNamespace: true"},
 		{"something else", fmt.Errorf("POST http://127.0.0.1:9090/-/reload: timed out after 30s"), ""},
 	} {
@@ -40,7 +40,7 @@ func TestHint(t *testing.T) {
 	// As pid 1, hotreload knows that the pod does not share its PID
 	// namespace: the pause container would be pid 1.
 	pid1 := &Config{pid: 1}
-	if got, want := pid1.Hint(fmt.Errorf("%w named nginx", signal.ErrNoProcess)),
+	if got, want := pid1.Hint(fmt.Errorf("%w named nginx", procsignal.ErrNoProcess)),
 		"hotreload is pid 1, so this pod does not share its process namespace: set shareProcessNamespace: true in the pod's spec"; got != want {
 		t.Errorf("Hint as pid 1 = %q, want %q", got, want)
 	}

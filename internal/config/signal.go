@@ -8,12 +8,12 @@ import (
 	"regexp"
 
 	"github.com/hotreload/hotreload/notifier"
-	"github.com/hotreload/hotreload/signal"
+	"github.com/hotreload/hotreload/procsignal"
 )
 
 // newSignalTarget checks the flags of the signal target and builds it.
 func newSignalTarget(s SignalConfig) (notifier.Target, error) {
-	sig, err := signal.Parse(s.Signal)
+	sig, err := procsignal.Parse(s.Signal)
 	if err != nil {
 		return nil, fmt.Errorf("--signal %q: %w", s.Signal, err)
 	}
@@ -25,7 +25,7 @@ func newSignalTarget(s SignalConfig) (notifier.Target, error) {
 			return nil, fmt.Errorf("--process-cmdline: %w", err)
 		}
 	}
-	n, err := signal.New(signal.Options{
+	n, err := procsignal.New(procsignal.Options{
 		Signal:         sig,
 		ProcessName:    s.ProcessName,
 		ProcessCmdline: s.ProcessCmdline,
@@ -48,7 +48,7 @@ func newRestartTarget(s SignalConfig, f FleetConfig) (notifier.Target, error) {
 			return nil, fmt.Errorf("--process-cmdline: %w", err)
 		}
 	}
-	r, err := signal.NewRestarter(signal.RestartOptions{
+	r, err := procsignal.NewRestarter(procsignal.RestartOptions{
 		ProcessName:    s.ProcessName,
 		ProcessCmdline: s.ProcessCmdline,
 		PIDFile:        s.PIDFile,

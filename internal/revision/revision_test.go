@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 )
 
 // TestSumFormat pins the byte stream of the sum, which the controller and

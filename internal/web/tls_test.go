@@ -2,16 +2,10 @@ package web
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	stdlog "log"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -25,45 +19,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
+	"github.com/hotreload/hotreload/test/support/testcert"
 )
 
-// writeCert writes a self-signed certificate for 127.0.0.1 and its key into
-// dir and returns the certificate's pool and both paths.
+// writeCert writes a certificate for 127.0.0.1 and its key into dir and
+// returns the pool that verifies it and both paths.
 func writeCert(t *testing.T, dir string) (*x509.CertPool, string, string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "hotreload test"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testcert.NewCA(t)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return pool, certFile, keyFile
+	ca.WriteServerCert(t, certFile, keyFile, "127.0.0.1")
+	return ca.Pool, certFile, keyFile
 }
 
 func TestServeConfigFile(t *testing.T) {
@@ -213,10 +181,7 @@ func TestTLSHandshakeErrorsLogged(t *testing.T) {
 		}
 	}
 	handshakes(20)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(lines()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(10*time.Second, func() bool { return len(lines()) > 0 })
 	got := lines()
 	want := `level=warn component=web msg="TLS handshake failed" remote=127.0.0.1:`
 	if len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.HasSuffix(got[0], `err="client sent an HTTP request to an HTTPS server"`) {
@@ -233,16 +198,12 @@ func TestTLSHandshakeErrorsLogged(t *testing.T) {
 		}
 		return 0
 	}
-	for leftOut() < 19 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(10*time.Second, func() bool { return leftOut() >= 19 })
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	handshakes(1)
-	for len(lines()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(10*time.Second, func() bool { return len(lines()) >= 2 })
 	if got := lines(); len(got) != 2 || !strings.Contains(got[1], " left_out=19") {
 		t.Errorf("a minute later, lines = %q, want a second one with left_out=19", got)
 	}

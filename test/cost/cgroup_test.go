@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 	"github.com/hotreload/hotreload/test/support/kubemem"
 )
 

@@ -19,8 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hotreload/hotreload/internal/kubelet"
+	"github.com/hotreload/hotreload/test/support/kubelet"
 	"github.com/hotreload/hotreload/test/support/kubemem"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // peerEnv names the configmap-reload binary that BenchmarkMemory measures
@@ -221,7 +222,7 @@ func startSidecar(b *testing.B, root, tool, bin string, scraped bool, dirs []str
 			args = append(args, "--volume-dir="+d)
 		}
 		s.p = startInCgroup(b, tool, s.img.path, s.cg, args...)
-		eventually(b, time.Minute, func() bool {
+		poll.Eventually(b, time.Minute, func() bool {
 			m := listeningRE.FindStringSubmatch(s.p.out.String())
 			if m == nil {
 				return false
@@ -239,7 +240,7 @@ func startSidecar(b *testing.B, root, tool, bin string, scraped bool, dirs []str
 		s.p.addr = addr
 		// It watches every directory, then listens; a connection (not a
 		// request, which would be its first scrape) says it listens.
-		eventually(b, time.Minute, func() bool {
+		poll.Eventually(b, time.Minute, func() bool {
 			if strings.Count(s.p.out.String(), "Watching directory") < len(dirs) {
 				return false
 			}
@@ -252,7 +253,7 @@ func startSidecar(b *testing.B, root, tool, bin string, scraped bool, dirs []str
 		}, "configmap-reload not ready:\n%s", &s.p.out)
 	case "floor":
 		s.p = startInCgroup(b, tool, s.img.path, s.cg, append([]string{"--url=" + s.app.url()}, dirs...)...)
-		eventually(b, time.Minute, func() bool { return strings.Contains(s.p.out.String(), "ready") },
+		poll.Eventually(b, time.Minute, func() bool { return strings.Contains(s.p.out.String(), "ready") },
 			"floor not ready:\n%s", &s.p.out)
 	default:
 		b.Fatalf("no such tool %q", tool)

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // buildFlags are the Makefile's release flags (GOBUILD): static, trimmed,
@@ -62,31 +65,13 @@ func binaries(tb testing.TB) (hotreload, floor string) {
 	return built.hotreload, built.floor
 }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is a running hotreload or floor process.
 type proc struct {
 	tb   testing.TB
 	name string
 	bin  string
 	cmd  *exec.Cmd
-	out  lockedBuffer
+	out  binary.Buffer
 	addr string // hotreload's web address
 }
 
@@ -130,7 +115,7 @@ func startHotreload(tb testing.TB, bin, url string, dirs []string, extra ...stri
 		args = append(args, "--volume-dir="+d)
 	}
 	p := start(tb, "hotreload", bin, append(args, extra...)...)
-	eventually(tb, time.Minute, func() bool {
+	poll.Eventually(tb, time.Minute, func() bool {
 		m := listeningRE.FindStringSubmatch(p.out.String())
 		if m == nil {
 			return false
@@ -147,7 +132,7 @@ func startFloor(tb testing.TB, bin, url string, dirs []string, flags ...string) 
 	tb.Helper()
 	args := append(append([]string{"--url=" + url}, flags...), dirs...)
 	p := start(tb, "floor", bin, args...)
-	eventually(tb, time.Minute, func() bool { return strings.Contains(p.out.String(), "ready") },
+	poll.Eventually(tb, time.Minute, func() bool { return strings.Contains(p.out.String(), "ready") },
 		"floor not ready:\n%s", &p.out)
 	return p
 }
@@ -269,22 +254,10 @@ func (a *app) count() int {
 // n-th arrived.
 func (a *app) waitCount(tb testing.TB, n int) time.Time {
 	tb.Helper()
-	eventually(tb, time.Minute, func() bool { return a.count() >= n }, "request %d never came", n)
+	poll.Eventually(tb, time.Minute, func() bool { return a.count() >= n }, "request %d never came", n)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.at[n-1]
-}
-
-// eventually polls cond until it holds or timeout passes.
-func eventually(tb testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf(format, args...)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
 }
 
 // cost prints a figure line for the lead to collect.

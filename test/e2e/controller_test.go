@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/hotreload/hotreload/controller"
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // hotreload-controller (examples/controller) in the real cluster: the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // hotreloadPort is where every example's hotreload serves its metrics, and

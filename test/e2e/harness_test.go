@@ -18,8 +18,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/hotreload/hotreload/internal/binary"
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // The kubelet's default syncFrequency is 1m and it adds up to half of it as
@@ -80,7 +80,7 @@ func mustKubectl(t *testing.T, stdin []byte, args ...string) string {
 // with what msg says at the deadline otherwise.
 func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg func() string) {
 	t.Helper()
-	e2etest.EventuallyEvery(t, pollEvery, timeout, cond, msg)
+	poll.EventuallyEvery(t, pollEvery, timeout, cond, msg)
 }
 
 var nameRE = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -249,7 +249,7 @@ func patchSecret(t *testing.T, ns, name string, data map[string]string) {
 	mustKubectl(t, nil, "-n", ns, "patch", "secret", name, "--type=merge", "-p", string(patch))
 }
 
-// metric scrapes url and returns the value of a series, as internal/binary's
+// metric scrapes url and returns the value of a series, as test/support/binary's
 // Value sums it.
 func metric(url, name string, labels map[string]string) (float64, bool, error) {
 	mfs, err := binary.Scrape(url)

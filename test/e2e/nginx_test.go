@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // TestNginxSignal reloads nginx by SIGHUP through the pod's shared process

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // TestPrometheusInvalidConfig: Prometheus refuses an invalid config with a

@@ -27,7 +27,7 @@ import (
 
 	"github.com/hotreload/hotreload/controller"
 	crl "github.com/hotreload/hotreload/controller/rollout"
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // Rollouts (#27) and in-place restarts (#25) in the real cluster: the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/binary"
+	"github.com/hotreload/hotreload/test/support/binary"
 )
 
 // testPod is a pod of the suite's own: the test app reading dirs, and

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotreload/hotreload/internal/poll"
+	"github.com/hotreload/hotreload/test/support/poll"
 )
 
 // How long a ConfigMap edit takes to reach the app, from the patch to the

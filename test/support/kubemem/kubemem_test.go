@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // write creates the files of a fake cgroup directory.

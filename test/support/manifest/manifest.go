@@ -28,7 +28,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/hotreload/hotreload/internal/e2etest"
+	"github.com/hotreload/hotreload/test/support/e2etest"
 )
 
 // Object is one rendered document.
