@@ -91,6 +91,10 @@ func TrimPod(obj any) (any, error) {
 	rollout := RolloutOptedIn(p)
 	if rollout {
 		keepForRollouts(p, t)
+	} else if HasSidecar(p) {
+		// Only its name: the injector's check of missed injections
+		// asks whether the pod runs the sidecar.
+		t.Spec.Containers = []corev1.Container{{Name: SidecarContainer}}
 	}
 	for k, v := range p.Annotations {
 		if strings.HasPrefix(k, annotationPrefix) {
@@ -147,6 +151,20 @@ func TrimPod(obj any) (any, error) {
 		t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{VolumeSource: s})
 	}
 	return t, nil
+}
+
+// HasSidecar reports whether a pod runs hotreload: a container or an init
+// container (a native sidecar) named [SidecarContainer], injected or
+// written by hand.
+func HasSidecar(p *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name == SidecarContainer {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // RolloutOptedIn reports whether a pod takes part in rollouts or restarts

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/hotreload/hotreload/controller"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,13 +50,14 @@ func newMissed(logger log.Logger, excluded []string, events record.EventRecorder
 	return &missed{logger: logger, excluded: excluded, events: events, m: m, missing: map[types.UID]missingPod{}, reported: map[types.UID]bool{}}
 }
 
-// observe records a pod as it is now.
-func (c *missed) observe(m metav1.Object) {
-	uid := m.GetUID()
-	a := m.GetAnnotations()
+// observe records a pod as it is now. A pod that runs the sidecar written
+// by hand (without the injector) is not missing it.
+func (c *missed) observe(p *corev1.Pod) {
+	uid := p.GetUID()
+	a := p.GetAnnotations()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slices.Contains(c.excluded, m.GetNamespace()) || !OptedIn(a) || a[AnnotationInjected] != "" {
+	if slices.Contains(c.excluded, p.GetNamespace()) || !OptedIn(a) || a[AnnotationInjected] != "" || controller.HasSidecar(p) {
 		delete(c.missing, uid)
 		return
 	}
@@ -67,7 +69,7 @@ func (c *missed) observe(m metav1.Object) {
 		}
 		reason = "its annotations do not parse: " + strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
-	c.missing[uid] = missingPod{namespace: m.GetNamespace(), name: m.GetName(), reason: reason}
+	c.missing[uid] = missingPod{namespace: p.GetNamespace(), name: p.GetName(), reason: reason}
 }
 
 func (c *missed) forget(uid types.UID) {
@@ -110,8 +112,8 @@ func (c *missed) handler() cache.ResourceEventHandler {
 }
 
 func (c *missed) observeAny(obj any) {
-	if m, ok := obj.(metav1.Object); ok {
-		c.observe(m)
+	if p, ok := obj.(*corev1.Pod); ok {
+		c.observe(p)
 	}
 }
 

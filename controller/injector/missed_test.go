@@ -23,6 +23,14 @@ func podWith(ns, name string, annotations map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Annotations: annotations}}
 }
 
+// handWired gives p the sidecar as its manifest writes it, without the
+// injector: a native sidecar named hotreload.
+func handWired(p *corev1.Pod) *corev1.Pod {
+	always := corev1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = []corev1.Container{{Name: controller.SidecarContainer, RestartPolicy: &always}}
+	return p
+}
+
 // The pods that opted in and run without the sidecar are found in the
 // controller's pod informer (trimmed as the controller trims it), counted
 // in the gauge by every replica (per namespace), and reported once each by
@@ -43,6 +51,8 @@ func TestMissedInjections(t *testing.T) {
 		podWith("shop", "bad", map[string]string{AnnotationSignal: "SIGNOPE"}),
 		podWith("shop", "plain", nil),
 		podWith("shop", "opted-out", map[string]string{AnnotationRestart: "false"}),
+		handWired(podWith("shop", "hand-wired", map[string]string{AnnotationRestart: "true"})),
+		handWired(podWith("shop", "hand-wired-plain", map[string]string{AnnotationSignal: "SIGNOPE"})),
 		podWith("kube-system", "system", reloadURL()),
 		podWith("hotreload-system", "self", reloadURL()),
 	} {
