@@ -131,14 +131,16 @@ func TestExamplesDryRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			target := []string{"-n", ns}
-			if strings.Contains(string(b), "\nkind: Namespace") {
-				// It names its own namespaces, which a dry run of the
-				// file cannot create before the objects that live there.
-				target = nil
-				for _, o := range decode(t, b) {
-					if o["kind"] == "Namespace" {
-						_, _ = kubectl(nil, "create", "namespace", dig[string](o, "metadata", "name"))
-					}
+			for _, o := range decode(t, b) {
+				// A file that names its objects' namespaces (or makes
+				// them) is applied there: they must exist for a dry run.
+				n := dig[string](o, "metadata", "namespace")
+				if o["kind"] == "Namespace" {
+					n = dig[string](o, "metadata", "name")
+				}
+				if n != "" {
+					target = nil
+					_, _ = kubectl(nil, "create", "namespace", n)
 				}
 			}
 			mustKubectl(t, b, append(target, "apply", "--dry-run=server", "-f", "-")...)
@@ -152,7 +154,7 @@ func TestExamplesDryRun(t *testing.T) {
 	for _, n := range []string{controllerNS, "shop", "web"} {
 		_, _ = kubectl(nil, "create", "namespace", n)
 	}
-	for _, dir := range []string{"controller", "controller-configmaps-only", "controller-namespaced"} {
+	for _, dir := range []string{"controller", "controller-configmaps-only", "controller-namespaced", "injector"} {
 		t.Run(dir, func(t *testing.T) {
 			mustKubectl(t, nil, "apply", "--dry-run=server", "-k", "../../examples/"+dir)
 		})

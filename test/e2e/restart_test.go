@@ -115,12 +115,16 @@ func restartInPlace(t *testing.T) {
 		}
 		return out
 	}
+	// Each change restarts each app once: after the n-th change, n
+	// restarts (read from the pod's status, which the kubelet updates a
+	// moment after the app serves again, hence polled).
+	restarts0, changes := appRestarts(), 0
 	// change edits a ConfigMap and follows the pods until each app has
 	// loaded what check wants, printing how long each took, how many were
 	// down at once, and whether the kubelet held a restart back.
 	change := func(t *testing.T, what string, edit func(), check func(loaded) bool) {
 		t.Helper()
-		restarts0 := appRestarts()
+		changes++
 		var (
 			mu       sync.Mutex
 			maxDown  int
@@ -189,10 +193,19 @@ func restartInPlace(t *testing.T) {
 		if maxDown > 1 {
 			t.Errorf("%s: %d pods were down at once, want 1", what, maxDown)
 		}
-		after := appRestarts()
+		var after map[string]int
+		waitFor(t, time.Minute, func() bool {
+			after = appRestarts()
+			for name, n := range after {
+				if n < restarts0[name]+changes {
+					return false
+				}
+			}
+			return true
+		}, func() string { return fmt.Sprintf("%s: app restarts %v, want %d each more than %v", what, after, changes, restarts0) })
 		for name, n := range after {
-			if n != restarts0[name]+1 {
-				t.Errorf("%s: %s's app restarted %d times, want once", what, name, n-restarts0[name])
+			if n != restarts0[name]+changes {
+				t.Errorf("%s: %s's app restarted %d times in %d changes, want once per change", what, name, n-restarts0[name], changes)
 			}
 		}
 		now := rollout(t, ns, "restart-app")
