@@ -96,7 +96,7 @@ test: go-version ## Run every test with the race detector; end with what was ski
 PIE_PKGS  ?= ./...
 .PHONY: test-pie
 test-pie: go-version ## Run the tests once more on binaries built with -buildmode=pie, as Linux distributions build them (PIE_PKGS: which; all by default).
-	$(GO) tool gotestsum --format pkgname -- -buildmode=pie -count=1 $(PIE_PKGS)
+	PATH="$(HELM_DIR):$$PATH" $(GO) tool gotestsum --format pkgname -- -buildmode=pie -count=1 $(PIE_PKGS)
 
 .PHONY: e2e
 e2e: ## Run the real-cluster suite (root): a single-node Kubernetes on this machine, hotreload in real pods.
