@@ -259,10 +259,10 @@ func TestInjector(t *testing.T) {
 
 	t.Run("a bad annotation", func(t *testing.T) {
 		ns := injectorNamespace(t)
-		bad := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad","annotations":{%q:"SIGNOPE",%q:"app"}},
-			"spec":{"automountServiceAccountToken":false,"containers":[{"name":"app","image":"registry.example.com/my-app:1.0.0"}]}}`,
-			injector.AnnotationSignal, injector.AnnotationProcessName)
-		warnings := kubectlWarnings(t, []byte(bad), "-n", ns, "apply", "-f", "-")
+		// The pod of the other cases (its app serves), with an annotation
+		// that does not parse.
+		bad := podManifest("bad", map[string]string{injector.AnnotationSignal: "SIGNOPE", injector.AnnotationProcessName: "app"})
+		warnings := kubectlWarnings(t, bad, "-n", ns, "apply", "-f", "-")
 		if !strings.Contains(warnings, `Warning: hotreload: hotreload.dev/signal "SIGNOPE": unknown signal`) {
 			t.Errorf("kubectl printed %q, want the injector's warning", warnings)
 		}
