@@ -202,7 +202,9 @@ func restartInPlace(t *testing.T) {
 				}
 			}
 			return true
-		}, func() string { return fmt.Sprintf("%s: app restarts %v, want %d each more than %v", what, after, changes, restarts0) })
+		}, func() string {
+			return fmt.Sprintf("%s: app restarts %v, want %d each more than %v", what, after, changes, restarts0)
+		})
 		for name, n := range after {
 			if n != restarts0[name]+changes {
 				t.Errorf("%s: %s's app restarted %d times in %d changes, want once per change", what, name, n-restarts0[name], changes)
