@@ -221,9 +221,15 @@ func restarts(p pod) int {
 	return n
 }
 
-// TestRollout is not parallel: it shares the controller's Deployment with
-// TestController.
+// TestRollout runs the shipped controller (examples/controller) beside the
+// parallel tests, once TestController, which installs the same Deployment,
+// is done (Go runs every sequential test first). The controller touches
+// only the pods that opt in (hotreload.dev/nudge, rollout or restart): no
+// parallel test's pods do, and TestChartInstall, whose workload does, is
+// sequential. Its figures are printed, not asserted: the suite's load
+// moves them.
 func TestRollout(t *testing.T) {
+	t.Parallel()
 	replicas := startRolloutController(t)
 
 	// setup applies examples/controller/rollout.yaml as shipped, waits
