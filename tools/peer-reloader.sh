@@ -36,7 +36,7 @@ grep -q '^module github.com/stakater/Reloader$' "$src/go.mod" || die "$src/go.mo
 start=$(date +%s)
 tmp=$(mktemp "$bin.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-(cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags '-s -w' -o "$tmp" .) >&2
+(cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$tmp" .) >&2
 chmod 0755 "$tmp"
 mv "$tmp" "$bin"
 echo "peer-reloader: built Reloader $version from $src in $(($(date +%s) - start))s: $bin" >&2
