@@ -47,7 +47,7 @@ const (
 	// for the failures that come late (a replaced pod's connections).
 	compareTail = 3 * time.Second
 	// compareSteady is how long the client sends before the edit.
-	compareSteady = 3 * time.Second
+	compareSteady = 5 * time.Second
 )
 
 // compareConfig is the config both Deployments read: app.yaml in a volume at
@@ -509,7 +509,7 @@ type compareRow struct {
 	failedBefore         int // requests that failed in compareSteady before the edit
 	reasons              map[string]int
 	before, after        toolUsage
-	clusterCPU           time.Duration
+	clusterCPU           time.Duration // the cluster's daemons, above their rate before the edit
 }
 
 // compareOne deploys manifest in a namespace of its own, sends requests
@@ -552,12 +552,16 @@ func compareOne(t *testing.T, manifest string, edit map[string]map[string]string
 
 	l := startLoad(serviceURL(t, ns, compareApp, 80, "/config"), 2)
 	defer l.stop()
+	// The cluster's CPU while nothing changes, to tell what the change
+	// costs it from what it spends anyway.
+	steady, idle0 := time.Now(), clusterCPU(t)
 	time.Sleep(compareSteady)
 	var r compareRow
 	var sent0 int
 	sent0, r.failedBefore, _ = l.snapshot()
 	r.before = read(t, ns, pods)
 	cluster0 := clusterCPU(t)
+	idleRate := float64(cluster0-idle0) / float64(time.Since(steady))
 
 	start := time.Now()
 	for cm, data := range edit {
@@ -616,7 +620,7 @@ func compareOne(t *testing.T, manifest string, edit map[string]map[string]string
 		return true
 	}, func() string { return "not every replica runs the new config: " + last })
 	time.Sleep(compareTail)
-	r.clusterCPU = clusterCPU(t) - cluster0
+	r.clusterCPU = clusterCPU(t) - cluster0 - time.Duration(idleRate*float64(time.Since(start)))
 	sent1, failed1, reasons := l.snapshot()
 	l.stop()
 	r.sent, r.failed, r.reasons = sent1-sent0, failed1-r.failedBefore, reasons
@@ -677,5 +681,5 @@ func printCompare(t *testing.T, rows []compareRow) {
 		figure(t, "compare: %s, %s: failed requests by reason: [%s] (%d failed in the %s before the edit); controller working set %s MiB before the edit",
 			r.tool, r.config, strings.Join(reasons, ", "), r.failedBefore, compareSteady, kubemem.MiB(r.before.controller.mem.WorkingSet))
 	}
-	figure(t, "compare: all new = the edit to every replica Ready and serving the new config; old gone = to no pod of before the edit left; CPU = used from just before the edit to %s after old gone; WS = cgroup working set after; cluster = CPU of etcd, containerd, the API server, controller-manager, scheduler, kubelet and kube-proxy meanwhile", compareTail)
+	figure(t, "compare: all new = the edit to every replica Ready and serving the new config; old gone = to no pod of before the edit left; CPU = used from just before the edit to %s after old gone; WS = cgroup working set after; cluster = CPU of etcd, containerd, the API server, controller-manager, scheduler, kubelet and kube-proxy meanwhile, less what they used at the rate of the %s before the edit", compareTail, compareSteady)
 }
