@@ -102,11 +102,21 @@ test-pie: go-version ## Run the tests once more on binaries built with -buildmod
 e2e: ## Run the real-cluster suite (root): a single-node Kubernetes on this machine, hotreload in real pods.
 	PATH="$(HELM_DIR):$$PATH" test/e2e/run.sh
 
+# make compare: hotreload's restart mode and stakater Reloader side by side on
+# the same Deployment in make e2e's cluster (test/e2e/compare_test.go; docs/
+# restart.md). Opt-in, not in CI's make e2e: it takes minutes and needs the
+# peer's binary, which tools/peer-reloader.sh finds or builds outside the
+# clone (HOTRELOAD_PEER_RELOADER names one).
+.PHONY: compare
+compare: ## Compare restart mode with stakater Reloader in make e2e's cluster (root; HOTRELOAD_PEER_RELOADER: its binary) and print the table.
+	@bin=$$(tools/peer-reloader.sh | tail -n 1) && \
+	HOTRELOAD_PEER_RELOADER="$$bin" E2E_TAGS=e2e,compare E2E_RUN='^TestCompareReloader$$' PATH="$(HELM_DIR):$$PATH" test/e2e/run.sh
+
 .PHONY: lint
-lint: go-version ## go vet, gofmt and staticcheck (the version go.mod pins), the real-cluster suite included.
-	$(GO) vet -tags e2e ./...
+lint: go-version ## go vet, gofmt and staticcheck (the version go.mod pins), the real-cluster suite and make compare's test included.
+	$(GO) vet -tags e2e,compare ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) tool staticcheck -tags e2e ./...
+	$(GO) tool staticcheck -tags e2e,compare ./...
 
 .PHONY: chart-lint
 chart-lint: ## helm lint --strict and helm template of charts/hotreload, with the default values and each of its ci/*-values.yaml.

@@ -15,6 +15,8 @@
 #   E2E_CACHE         binary cache (default /var/cache/hotreload-e2e)
 #   E2E_STATE         cluster state, removed at the end (default /tmp/hotreload-e2e)
 #   E2E_RUN           a -run pattern for the suite
+#   E2E_TAGS          build tags of the suite (default e2e; make compare adds compare)
+#   HOTRELOAD_PEER_RELOADER  a Reloader binary: images.sh makes an image of it (make compare)
 #   E2E_KEEP_STATE=1  keep the state directory (logs) after the run
 set -euo pipefail
 die() { echo "make e2e: $*" >&2; exit 1; }
@@ -138,7 +140,7 @@ phase suite
 
 cd "$root"
 set +e
-go test -tags e2e -count=1 -v -parallel 8 -timeout 45m ${E2E_RUN:+-run "$E2E_RUN"} ./test/e2e/ 2>&1 | tee "$E2E_STATE/suite.log"
+go test -tags "${E2E_TAGS:-e2e}" -count=1 -v -parallel 8 -timeout 45m ${E2E_RUN:+-run "$E2E_RUN"} ./test/e2e/ 2>&1 | tee "$E2E_STATE/suite.log"
 status=${PIPESTATUS[0]}
 set -e
 echo

@@ -9,6 +9,8 @@
 #   localhost/hotreload-e2e/nginx:e2e        Debian's nginx-light, uid 101
 #   localhost/hotreload-e2e/prometheus:e2e   Debian's prometheus, uid 65534
 #   localhost/hotreload-e2e/alertmanager:e2e Debian's prometheus-alertmanager, uid 65534
+#   localhost/hotreload-e2e/reloader:e2e     stakater Reloader, uid 65534, only when
+#                                            HOTRELOAD_PEER_RELOADER names its binary (make compare)
 #
 # buildah keeps its storage under OUT/.storage while it builds, and removes
 # it after. (buildah's blob-info cache in /var/lib/containers/cache stays, as
@@ -99,6 +101,15 @@ mkdir -p "$stage/alertmanager/usr/share/prometheus"
 cp -r /usr/share/prometheus/alertmanager "$stage/alertmanager/usr/share/prometheus/" # default.tmpl
 passwd "$stage/alertmanager"
 image alertmanager 65534:65534 '["/usr/bin/prometheus-alertmanager"]' "$stage/alertmanager"
+
+# The peer of make compare (TestCompareReloader): a binary built from its
+# public source outside this repository (tools/peer-reloader.sh).
+if [ -n "${HOTRELOAD_PEER_RELOADER:-}" ]; then
+	[ -x "$HOTRELOAD_PEER_RELOADER" ] || { echo "e2e images: HOTRELOAD_PEER_RELOADER=$HOTRELOAD_PEER_RELOADER is not an executable file" >&2; exit 1; }
+	mkdir -p "$stage/reloader"
+	cp "$HOTRELOAD_PEER_RELOADER" "$stage/reloader/reloader"
+	image reloader 65534:65534 '["/reloader"]' "$stage/reloader"
+fi
 
 # hotreload exactly as users build it.
 make -C "$root" --no-print-directory image BASE=scratch IMAGE=localhost/hotreload:e2e >"$stage/make-image.log" 2>&1 ||
