@@ -223,6 +223,41 @@ func TestRestart(t *testing.T) {
 		}
 	})
 
+	t.Run("drained first", func(t *testing.T) {
+		// Draining from before the app is stopped until it runs again:
+		// the sidecar's /-/ready takes the pod out of its Services first.
+		e := startSupervised(t, h, h.unique("drain"), "ok", true)
+		const drain = 500 * time.Millisecond
+		r := restarter(t, RestartOptions{ProcessName: e.name, Drain: drain, Settle: 100 * time.Millisecond})
+		if r.Draining() {
+			t.Fatal("Draining before any restart")
+		}
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- r.Notify(t.Context()) }()
+		poll.Eventually(t, 5*time.Second, r.Draining, "Draining during the restart")
+		if got := e.ready(); len(got) != 1 || len(e.exits()) != 0 {
+			t.Errorf("while draining: runs %v, exits %v: want the app untouched", got, e.exits())
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < drain {
+			t.Errorf("restart took %v, less than the drain %v", d, drain)
+		}
+		if r.Draining() || len(e.waitReady(t, 2)) != 2 {
+			t.Errorf("after the restart: Draining %v, runs %v", r.Draining(), e.ready())
+		}
+	})
+
+	t.Run("no drain without an app", func(t *testing.T) {
+		name := h.unique("nodrain")
+		r := restarter(t, RestartOptions{ProcessName: name, Drain: time.Hour})
+		if err := r.Notify(t.Context()); err == nil || !strings.Contains(err.Error(), "no process named "+name) {
+			t.Errorf("Notify = %v, want no process named %s at once", err, name)
+		}
+	})
+
 	t.Run("SIGKILL after the grace period", func(t *testing.T) {
 		e := startSupervised(t, h, h.unique("stubborn"), "stubborn", true)
 		first := e.ready()[0]

@@ -102,6 +102,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		if err := w.Ready(); err != nil {
 			return err
 		}
+		for _, t := range targets {
+			if d, ok := t.(interface{ Draining() bool }); ok && d.Draining() {
+				return fmt.Errorf("draining: %s restarts the app's container (--restart-drain)", t.Name())
+			}
+		}
 		if !r.Ready() {
 			return errors.New("the content at start is not known yet")
 		}

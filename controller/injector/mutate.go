@@ -140,6 +140,7 @@ type mutation struct {
 	watched  []string
 	warnings []string
 	errs     []error
+	drains   bool // restart mode: the sidecar drains the pod first
 }
 
 func (m *mutation) mode() string {
@@ -350,8 +351,18 @@ func (m *mutation) restart() {
 	if g := m.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = min(max(*g, 1), 3600)
 	}
-	m.args = append(m.args, "--restart-container", "--restart-grace="+(time.Duration(grace)*time.Second).String())
+	// The drain takes the pod out of its Services before its app stops:
+	// the sidecar's readiness probe (every second, one failure: see
+	// container) sees /-/ready fail within a second, and the endpoints
+	// follow in about another.
+	m.args = append(m.args, "--restart-container", "--restart-grace="+(time.Duration(grace)*time.Second).String(), "--restart-drain="+restartDrain.String())
+	m.drains = true
 }
+
+// restartDrain is the injector's --restart-drain: above its readiness
+// probe's period times its failure threshold (1 s), plus the time the
+// endpoints take to follow.
+const restartDrain = 3 * time.Second
 
 // targets adds how the sidecar tells the app.
 func (m *mutation) targets() {
@@ -476,6 +487,10 @@ func (m *mutation) container() corev1.Container {
 		Resources:       res,
 		SecurityContext: m.sc,
 		VolumeMounts:    m.mounts,
+	}
+	if m.drains {
+		// A copy: the startup probe below shares ready's handler.
+		c.ReadinessProbe = &corev1.Probe{ProbeHandler: ready.ProbeHandler, PeriodSeconds: 1, FailureThreshold: 1}
 	}
 	if m.o.Native {
 		c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)

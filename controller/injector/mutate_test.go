@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -456,6 +457,12 @@ func TestMutateRestart(t *testing.T) {
 	}
 	if !cfg.Fleet.RestartContainer || cfg.Fleet.RestartGrace.String() != "45s" || cfg.Signal.ProcessName != "app" || len(cfg.VolumeDirs) != 0 {
 		t.Errorf("restart %v, grace %s, process %q, volume dirs %q", cfg.Fleet.RestartContainer, cfg.Fleet.RestartGrace, cfg.Signal.ProcessName, cfg.VolumeDirs)
+	}
+	// Drained first: the readiness probe sees /-/ready fail within the
+	// drain, so that the pod leaves its Services before the app stops.
+	if rp := c.ReadinessProbe; cfg.Fleet.RestartDrain != restartDrain || rp == nil ||
+		time.Duration(rp.PeriodSeconds*rp.FailureThreshold)*time.Second >= cfg.Fleet.RestartDrain {
+		t.Errorf("--restart-drain %s with readiness probe %+v: want a drain the probe sees", cfg.Fleet.RestartDrain, rp)
 	}
 	if *c.SecurityContext.RunAsUser != 10001 || !*got.Spec.ShareProcessNamespace {
 		t.Errorf("user %d, shareProcessNamespace %v", *c.SecurityContext.RunAsUser, got.Spec.ShareProcessNamespace)

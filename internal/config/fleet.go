@@ -27,6 +27,7 @@ type FleetConfig struct {
 	RestartGrace     time.Duration
 	RestartTimeout   time.Duration
 	RestartSettle    time.Duration
+	RestartDrain     time.Duration
 }
 
 func (c *Config) registerFleet(flag func(name, help string) *kingpin.FlagClause, duration func(name, help, def string, d *time.Duration)) {
@@ -40,6 +41,7 @@ func (c *Config) registerFleet(flag func(name, help string) *kingpin.FlagClause,
 	duration("restart-grace", "With --restart-container, how long the app may take to exit after SIGTERM before SIGKILL; set it to the pod's terminationGracePeriodSeconds.", "30s", &f.RestartGrace)
 	duration("restart-timeout", "With --restart-container, how long to wait for the kubelet to run the app again; a restart that does not come back is a refused config.", "5m", &f.RestartTimeout)
 	duration("restart-settle", "With --restart-container, how long the restarted app must stay up for the restart to count; one that exits sooner refused the config.", "2s", &f.RestartSettle)
+	duration("restart-drain", "With --restart-container, how long /-/ready reports not Ready before the app is stopped, so that the pod leaves its Services first; give the sidecar a readinessProbe on /-/ready whose period times failureThreshold is under it. 0 stops the app at once.", "0s", &f.RestartDrain)
 }
 
 // checkFleet checks the fleet flags with the rest of the command line.

@@ -55,6 +55,7 @@ func newRestartTarget(s SignalConfig, f FleetConfig) (notifier.Target, error) {
 		Grace:          f.RestartGrace,
 		Timeout:        f.RestartTimeout,
 		Settle:         f.RestartSettle,
+		Drain:          f.RestartDrain,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--restart-container: %w", err)

@@ -50,6 +50,8 @@ type durationBounds struct {
 //     after the first restart) looks like a refusal; 1h is far beyond its
 //     longest back-off (5m).
 //   - restart-settle: under 100ms proves nothing; 10m as for the timeouts.
+//   - restart-drain: 0 turns it off; under a second no readiness probe
+//     has seen it; 10m holds every restart that long.
 var durationLimits = map[string]durationBounds{
 	"debounce":                    {off: true, min: time.Millisecond, max: time.Hour},
 	"resync-interval":             {off: true, min: time.Second, max: 24 * time.Hour},
@@ -63,6 +65,7 @@ var durationLimits = map[string]durationBounds{
 	"restart-grace":               {min: time.Second, max: time.Hour},
 	"restart-timeout":             {min: 10 * time.Second, max: time.Hour},
 	"restart-settle":              {min: 100 * time.Millisecond, max: 10 * time.Minute},
+	"restart-drain":               {off: true, min: time.Second, max: 10 * time.Minute},
 }
 
 type durationValue struct {

@@ -55,9 +55,12 @@ spec:
             - --restart-container
             - --process-name=testapp
             - --restart-grace=5s
+            - --restart-drain=3s
             - --state-file=/var/run/hotreload/state.json
           ports: [{name: metrics, containerPort: 9533}]
           startupProbe: {httpGet: {path: /-/ready, port: metrics}, periodSeconds: 1, failureThreshold: 60}
+          # Not Ready while it drains the pod before a restart (--restart-drain).
+          readinessProbe: {httpGet: {path: /-/ready, port: metrics}, periodSeconds: 1, failureThreshold: 1}
           securityContext:
             runAsUser: 65532
             runAsGroup: 65532
