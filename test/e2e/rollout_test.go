@@ -287,6 +287,7 @@ func TestRollout(t *testing.T) {
 		return r
 	}
 
+	// First, alone: its API requests per pod per step count only its own.
 	t.Run("a good edit in three steps", func(t *testing.T) {
 		ns := namespace(t)
 		pods, _ := setup(t, ns)
@@ -316,11 +317,111 @@ func TestRollout(t *testing.T) {
 		}
 	})
 
+	// Then the rollouts that wait for the kubelet's syncs (the bad edits,
+	// the restarts) run beside these, which run in turn: each one's
+	// disturbance (a pod deleted, the leader killed) is what the others
+	// must survive too. The scale test comes last, when they are done.
+	t.Run("in turn", func(t *testing.T) {
+		t.Parallel()
+		// disturb runs a good edit and, once the rollout reaches step, does
+		// something to it; the rollout must end as want says.
+		disturb := func(t *testing.T, step int, do func(t *testing.T, ns string, pods []pod, rev string), wantPhase string) {
+			ns := namespace(t)
+			pods, stable := setup(t, ns)
+			rev := edit(t, ns, "e2e-disturbed")
+			start := time.Now()
+			timeline(t, ns, start, func(r *crl.ConfigRollout) bool {
+				return r.Status.Revision == rev && r.Status.Step >= step && r.Status.Updated > 0 || r.Status.Phase == crl.PhaseHealthy && r.Status.StableRevision == rev
+			})
+			do(t, ns, pods, rev)
+			want := rev
+			if wantPhase == crl.PhaseAborted {
+				want = stable
+			}
+			r := timeline(t, ns, start, func(r *crl.ConfigRollout) bool {
+				return r.Status.Phase == wantPhase && r.Status.StableRevision == want
+			})
+			figure(t, "rollout: %s: ended %s %.1fs after the edit (%s)", t.Name(), r.Status.Phase, time.Since(start).Seconds(), r.Status.Message)
+			waitFor(t, nudgeWait, func() bool {
+				ps, err := podsOf(ns, map[string]string{"app.kubernetes.io/name": rolloutApp})
+				if err != nil {
+					return false
+				}
+				for _, p := range ps {
+					if p.Metadata.DeletionTimestamp != nil {
+						continue
+					}
+					if rep, err := sidecarReport(p, rolloutRef); err != nil || rep.Running != want || rep.Result != crl.ResultApplied {
+						return false
+					}
+				}
+				return true
+			}, func() string { return "not every pod runs " + want })
+		}
+		t.Run("during a rollout: a pod deleted", func(t *testing.T) {
+			disturb(t, 1, func(t *testing.T, ns string, pods []pod, rev string) {
+				for _, p := range pods {
+					if p, err := getPod(ns, p.Metadata.Name); err == nil && crl.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
+						mustKubectl(t, nil, "-n", ns, "delete", "pod", p.Metadata.Name, "--wait=false")
+						return
+					}
+				}
+				t.Fatal("no pod on the candidate to delete")
+			}, crl.PhaseHealthy)
+		})
+		t.Run("during a rollout: scaled up", func(t *testing.T) {
+			disturb(t, 2, func(t *testing.T, ns string, _ []pod, _ string) {
+				mustKubectl(t, nil, "-n", ns, "scale", "deployment", rolloutApp, "--replicas=13")
+			}, crl.PhaseHealthy)
+		})
+		t.Run("during a rollout: the leader killed", func(t *testing.T) {
+			disturb(t, 2, func(t *testing.T, _ string, _ []pod, _ string) {
+				old := leaderOf(t, replicas)
+				mustKubectl(t, nil, "-n", controllerNS, "delete", "pod", old.name, "--grace-period=0", "--force", "--wait=false")
+				var holder string
+				waitFor(t, nudgeWait, func() bool { holder = leaseHolder(t); return holder != "" && holder != old.name }, func() string { return "no new leader" })
+				replicas = []ctlReplica{{holder, waitReady(t, controllerNS, holder).Status.PodIP}}
+			}, crl.PhaseHealthy)
+		})
+		t.Run("during a rollout: an app container killed", func(t *testing.T) {
+			disturb(t, 1, func(t *testing.T, ns string, pods []pod, rev string) {
+				for _, p := range pods {
+					if p, err := getPod(ns, p.Metadata.Name); err == nil && crl.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
+						kill(t, mainProc(t, ns, p.Metadata.Name, "app"), syscall.SIGKILL)
+						return
+					}
+				}
+				t.Fatal("no pod on the candidate")
+			}, crl.PhaseAborted)
+		})
+
+		t.Run("policy validation", func(t *testing.T) {
+			ns := namespace(t)
+			for _, c := range []struct{ spec, err string }{
+				{`{source: {kind: ConfigMap, name: a}, steps: ["10%", "50%"]}`, `the last step must be "100%"`},
+				{`{source: {kind: ConfigMap, name: a}, steps: ["110%"]}`, "should match"},
+				{`{source: {kind: Pod, name: a}, steps: ["100%"]}`, "Unsupported value"},
+				{`{source: {kind: ConfigMap, name: a}, steps: ["100%"], bakeTime: 10}`, "bakeTime"},
+				{`{source: {kind: ConfigMap, name: a}, steps: ["100%"], analysis: {prometheus: {address: "http://p:9090", query: q}}}`, "give max, min or both"},
+			} {
+				manifest := "apiVersion: hotreload.dev/v1alpha1\nkind: ConfigRollout\nmetadata: {name: bad}\nspec: " + c.spec + "\n"
+				_, err := kubectl([]byte(manifest), "-n", ns, "apply", "--dry-run=server", "-f", "-")
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("%s: %v, want refused with %q", c.spec, err, c.err)
+				}
+			}
+		})
+
+		t.Run("scale", func(t *testing.T) {
+			rolloutScale(t, leaderOf(t, replicas))
+		})
+	})
+
 	// The app accepts the edit, loads it, and its readiness probe fails:
 	// aborted at step 1, and no other pod ever loads it, over two of the
 	// kubelet's periodic syncs.
 	t.Run("a bad edit that fails the readiness probe", func(t *testing.T) {
-		t.Parallel() // with the others that wait for the kubelet's syncs, after the sequential ones
+		t.Parallel()
 		ns := namespace(t)
 		pods, stable := setup(t, ns)
 		rw := watchRevisions(t, ns, rolloutRef)
@@ -386,102 +487,9 @@ func TestRollout(t *testing.T) {
 		prometheusRefuses(t)
 	})
 
-	// disturb runs a good edit and, once the rollout reaches step, does
-	// something to it; the rollout must end as want says.
-	disturb := func(t *testing.T, step int, do func(t *testing.T, ns string, pods []pod, rev string), wantPhase string) {
-		ns := namespace(t)
-		pods, stable := setup(t, ns)
-		rev := edit(t, ns, "e2e-disturbed")
-		start := time.Now()
-		timeline(t, ns, start, func(r *crl.ConfigRollout) bool {
-			return r.Status.Revision == rev && r.Status.Step >= step && r.Status.Updated > 0 || r.Status.Phase == crl.PhaseHealthy && r.Status.StableRevision == rev
-		})
-		do(t, ns, pods, rev)
-		want := rev
-		if wantPhase == crl.PhaseAborted {
-			want = stable
-		}
-		r := timeline(t, ns, start, func(r *crl.ConfigRollout) bool {
-			return r.Status.Phase == wantPhase && r.Status.StableRevision == want
-		})
-		figure(t, "rollout: %s: ended %s %.1fs after the edit (%s)", t.Name(), r.Status.Phase, time.Since(start).Seconds(), r.Status.Message)
-		waitFor(t, nudgeWait, func() bool {
-			ps, err := podsOf(ns, map[string]string{"app.kubernetes.io/name": rolloutApp})
-			if err != nil {
-				return false
-			}
-			for _, p := range ps {
-				if p.Metadata.DeletionTimestamp != nil {
-					continue
-				}
-				if rep, err := sidecarReport(p, rolloutRef); err != nil || rep.Running != want || rep.Result != crl.ResultApplied {
-					return false
-				}
-			}
-			return true
-		}, func() string { return "not every pod runs " + want })
-	}
-	t.Run("during a rollout: a pod deleted", func(t *testing.T) {
-		disturb(t, 1, func(t *testing.T, ns string, pods []pod, rev string) {
-			for _, p := range pods {
-				if p, err := getPod(ns, p.Metadata.Name); err == nil && crl.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
-					mustKubectl(t, nil, "-n", ns, "delete", "pod", p.Metadata.Name, "--wait=false")
-					return
-				}
-			}
-			t.Fatal("no pod on the candidate to delete")
-		}, crl.PhaseHealthy)
-	})
-	t.Run("during a rollout: scaled up", func(t *testing.T) {
-		disturb(t, 2, func(t *testing.T, ns string, _ []pod, _ string) {
-			mustKubectl(t, nil, "-n", ns, "scale", "deployment", rolloutApp, "--replicas=13")
-		}, crl.PhaseHealthy)
-	})
-	t.Run("during a rollout: the leader killed", func(t *testing.T) {
-		disturb(t, 2, func(t *testing.T, _ string, _ []pod, _ string) {
-			old := leaderOf(t, replicas)
-			mustKubectl(t, nil, "-n", controllerNS, "delete", "pod", old.name, "--grace-period=0", "--force", "--wait=false")
-			var holder string
-			waitFor(t, nudgeWait, func() bool { holder = leaseHolder(t); return holder != "" && holder != old.name }, func() string { return "no new leader" })
-			replicas = []ctlReplica{{holder, waitReady(t, controllerNS, holder).Status.PodIP}}
-		}, crl.PhaseHealthy)
-	})
-	t.Run("during a rollout: an app container killed", func(t *testing.T) {
-		disturb(t, 1, func(t *testing.T, ns string, pods []pod, rev string) {
-			for _, p := range pods {
-				if p, err := getPod(ns, p.Metadata.Name); err == nil && crl.Revisions(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: p.Metadata.Annotations}})[rolloutRef] == rev {
-					kill(t, mainProc(t, ns, p.Metadata.Name, "app"), syscall.SIGKILL)
-					return
-				}
-			}
-			t.Fatal("no pod on the candidate")
-		}, crl.PhaseAborted)
-	})
-
-	t.Run("policy validation", func(t *testing.T) {
-		ns := namespace(t)
-		for _, c := range []struct{ spec, err string }{
-			{`{source: {kind: ConfigMap, name: a}, steps: ["10%", "50%"]}`, `the last step must be "100%"`},
-			{`{source: {kind: ConfigMap, name: a}, steps: ["110%"]}`, "should match"},
-			{`{source: {kind: Pod, name: a}, steps: ["100%"]}`, "Unsupported value"},
-			{`{source: {kind: ConfigMap, name: a}, steps: ["100%"], bakeTime: 10}`, "bakeTime"},
-			{`{source: {kind: ConfigMap, name: a}, steps: ["100%"], analysis: {prometheus: {address: "http://p:9090", query: q}}}`, "give max, min or both"},
-		} {
-			manifest := "apiVersion: hotreload.dev/v1alpha1\nkind: ConfigRollout\nmetadata: {name: bad}\nspec: " + c.spec + "\n"
-			_, err := kubectl([]byte(manifest), "-n", ns, "apply", "--dry-run=server", "-f", "-")
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%s: %v, want refused with %q", c.spec, err, c.err)
-			}
-		}
-	})
-
 	t.Run("restart in place", func(t *testing.T) {
 		t.Parallel()
 		restartInPlace(t)
-	})
-
-	t.Run("scale", func(t *testing.T) {
-		rolloutScale(t, leaderOf(t, replicas))
 	})
 }
 
