@@ -89,63 +89,9 @@ const compareAppContainer = `
           volumeMounts: [{name: config, mountPath: /etc/my-app, readOnly: true}]
 `
 
-// compareHotreload: restart mode, as docs/restart.md wires it (the
-// manifest of restart_test.go, at compareReplicas).
-var compareHotreload = compareConfig + `
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: compare-app}
-spec:
-  replicas: ` + strconv.Itoa(compareReplicas) + `
-  selector: {matchLabels: {app: compare-app}}
-  template:
-    metadata:
-      labels: {app: compare-app}
-      annotations: {hotreload.dev/restart: "true"}
-    spec:
-      automountServiceAccountToken: false
-      shareProcessNamespace: true
-      terminationGracePeriodSeconds: 5
-      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
-      initContainers:
-        - name: hotreload
-          image: ghcr.io/hotreload/hotreload:v0.1.0
-          restartPolicy: Always
-          args:
-            - --view=ref=configmap/app-config,source=/hotreload/source/config,dir=/etc/my-app,stable=/hotreload/stable/config
-            - --view=ref=configmap/env-config
-            - --pod-annotations=/hotreload/pod/annotations
-            - --restart-container
-            - --process-name=testapp
-            - --restart-grace=5s
-            - --restart-drain=3s
-            - --state-file=/var/run/hotreload/state.json
-          ports: [{name: metrics, containerPort: 9533}]
-          startupProbe: {httpGet: {path: /-/ready, port: metrics}, periodSeconds: 1, failureThreshold: 60}
-          # Not Ready while it drains the pod before a restart (--restart-drain).
-          readinessProbe: {httpGet: {path: /-/ready, port: metrics}, periodSeconds: 1, failureThreshold: 1}
-          securityContext:
-            runAsUser: 65532
-            runAsGroup: 65532
-            readOnlyRootFilesystem: true
-            allowPrivilegeEscalation: false
-            capabilities: {drop: [ALL]}
-          volumeMounts:
-            - {name: config, mountPath: /etc/my-app}
-            - {name: hotreload-source, mountPath: /hotreload/source/config, readOnly: true}
-            - {name: hotreload-stable, mountPath: /hotreload/stable/config, readOnly: true}
-            - {name: hotreload-pod, mountPath: /hotreload/pod, readOnly: true}
-            - {name: hotreload-state, mountPath: /var/run/hotreload}
-      containers:` + compareAppContainer + `
-      volumes:
-        - {name: config, emptyDir: {}}
-        - {name: hotreload-source, configMap: {name: app-config}}
-        - {name: hotreload-stable, configMap: {name: app-config-hotreload-stable, optional: true}}
-        - name: hotreload-pod
-          downwardAPI: {items: [{path: annotations, fieldRef: {fieldPath: metadata.annotations}}]}
-        - {name: hotreload-state, emptyDir: {}}
-`
+// compareHotreload: restart mode, the Deployment of restart_test.go at
+// compareReplicas.
+var compareHotreload = compareConfig + "\n---" + restartDeployment("compare-app", "app-config", compareReplicas)
 
 // compareReloader: the same app, its ConfigMap mounted as is, the
 // Deployment opted in to Reloader as its README says.

@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,11 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: env-config}
 data: {LEVEL: info}
----
+---` + restartDeploymentYAML
+
+// restartDeploymentYAML is the app in restart mode, as docs/restart.md
+// wires it; restartDeployment renames it.
+const restartDeploymentYAML = `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: restart-app}
@@ -94,6 +99,12 @@ spec:
           downwardAPI: {items: [{path: annotations, fieldRef: {fieldPath: metadata.annotations}}]}
         - {name: hotreload-state, emptyDir: {}}
 `
+
+// restartDeployment is restartDeploymentYAML for another app name, ConfigMap
+// and number of replicas (make compare's).
+func restartDeployment(app, config string, replicas int) string {
+	return strings.NewReplacer("restart-app", app, "restart-config", config, "replicas: 4", "replicas: "+strconv.Itoa(replicas)).Replace(restartDeploymentYAML)
+}
 
 // restartInPlace runs the #25 scenarios; TestRollout calls it with the
 // controller running.
