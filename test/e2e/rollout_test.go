@@ -450,8 +450,11 @@ func TestRollout(t *testing.T) {
 		if !strings.Contains(r.Status.Message, "is not Ready") {
 			t.Errorf("abort message %q, want the pod that turned NotReady", r.Status.Message)
 		}
-		// Every pod serves stable again: the figure.
-		waitFor(t, nudgeWait, func() bool {
+		// Every pod serves stable again: the figure. Waited for up to a
+		// periodic kubelet sync: the pod's annotation patch makes the
+		// kubelet refresh its downwardAPI volume at once, but .ci/run once
+		// saw it take over 30 s under the whole suite's load.
+		waitFor(t, syncWait, func() bool {
 			for _, l := range appConfigs(pods) {
 				for _, c := range l.Files {
 					if strings.Contains(c, "e2e-unhealthy") {
@@ -561,7 +564,8 @@ func prometheusRefuses(t *testing.T) {
 	if !strings.Contains(r.Status.Message, "rejected revision "+bad) {
 		t.Errorf("abort message %q, want the pod that rejected %s", r.Status.Message, bad)
 	}
-	waitFor(t, nudgeWait, func() bool {
+	// Up to a periodic kubelet sync, as in the readiness case.
+	waitFor(t, syncWait, func() bool {
 		for _, p := range pods {
 			if rep, err := sidecarReport(p, rolloutRef); err != nil || rep.Running != stable || rep.Want != stable {
 				return false
