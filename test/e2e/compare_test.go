@@ -71,24 +71,6 @@ spec:
   ports: [{name: http, port: 80, targetPort: 8080}]
 `
 
-// compareAppContainer is the app, the same in both Deployments: the test
-// app, which reads its config only when it starts (no reload endpoint is
-// called here), like an app that cannot reload.
-const compareAppContainer = `
-        - name: app
-          image: registry.example.com/my-app:1.0.0
-          args: [--listen=:8080, --dir=/etc/my-app, --token-file=, --env=LEVEL]
-          envFrom: [{configMapRef: {name: env-config}}]
-          readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}
-          securityContext:
-            runAsUser: 65532
-            runAsGroup: 65532
-            readOnlyRootFilesystem: true
-            allowPrivilegeEscalation: false
-            capabilities: {drop: [ALL]}
-          volumeMounts: [{name: config, mountPath: /etc/my-app, readOnly: true}]
-`
-
 // compareHotreload: restart mode, the Deployment of restart_test.go at
 // compareReplicas.
 var compareHotreload = compareConfig + "\n---" + restartDeployment("compare-app", "app-config", compareReplicas)
@@ -112,7 +94,8 @@ spec:
       automountServiceAccountToken: false
       terminationGracePeriodSeconds: 5
       securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
-      containers:` + compareAppContainer + `
+      containers:
+` + restartAppContainer + `
       volumes:
         - {name: config, configMap: {name: app-config}}
 `

@@ -79,7 +79,19 @@ spec:
             - {name: hotreload-pod, mountPath: /hotreload/pod, readOnly: true}
             - {name: hotreload-state, mountPath: /var/run/hotreload}
       containers:
-        - name: app
+` + restartAppContainer + `      volumes:
+        - {name: config, emptyDir: {}}
+        - {name: hotreload-source, configMap: {name: restart-config}}
+        - {name: hotreload-stable, configMap: {name: restart-config-hotreload-stable, optional: true}}
+        - name: hotreload-pod
+          downwardAPI: {items: [{path: annotations, fieldRef: {fieldPath: metadata.annotations}}]}
+        - {name: hotreload-state, emptyDir: {}}
+`
+
+// restartAppContainer is the app: the test app, which reads its config only
+// when it starts, like an app that cannot reload (make compare runs it
+// under Reloader too).
+const restartAppContainer = `        - name: app
           image: registry.example.com/my-app:1.0.0
           args: [--listen=:8080, --dir=/etc/my-app, --token-file=, --env=LEVEL]
           envFrom: [{configMapRef: {name: env-config}}]
@@ -91,13 +103,6 @@ spec:
             allowPrivilegeEscalation: false
             capabilities: {drop: [ALL]}
           volumeMounts: [{name: config, mountPath: /etc/my-app, readOnly: true}]
-      volumes:
-        - {name: config, emptyDir: {}}
-        - {name: hotreload-source, configMap: {name: restart-config}}
-        - {name: hotreload-stable, configMap: {name: restart-config-hotreload-stable, optional: true}}
-        - name: hotreload-pod
-          downwardAPI: {items: [{path: annotations, fieldRef: {fieldPath: metadata.annotations}}]}
-        - {name: hotreload-state, emptyDir: {}}
 `
 
 // restartDeployment is restartDeploymentYAML for another app name, ConfigMap
