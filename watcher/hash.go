@@ -568,35 +568,23 @@ func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, fileMeta, error) 
 // those read from inside the version directory.
 func fold(entries []entry) (sum, versionSum [32]byte) {
 	total, version := sha256.New(), sha256.New()
-	// The records go to the hashes in batches: a Write per record costs
-	// more than the hashing of 10,000 records.
-	var tb, vb []byte
+	var b []byte
 	for _, e := range entries {
-		start := len(tb)
-		tb = append(tb, e.rel...)
-		tb = append(tb, 0, e.kind)
+		b = append(b[:0], e.rel...)
+		b = append(b, 0, e.kind)
 		if e.kind != kindUnreadable {
-			tb = binary.BigEndian.AppendUint64(tb, uint64(e.size))
+			b = binary.BigEndian.AppendUint64(b, uint64(e.size))
 			if e.kind == kindAlias {
-				tb = append(tb, e.alias...)
+				b = append(b, e.alias...)
 			} else {
-				tb = append(tb, e.digest[:e.n]...)
+				b = append(b, e.digest[:e.n]...)
 			}
 		}
+		total.Write(b)
 		if e.inVersion {
-			vb = append(vb, tb[start:]...)
-		}
-		if len(tb) >= 16<<10 {
-			total.Write(tb)
-			tb = tb[:0]
-		}
-		if len(vb) >= 16<<10 {
-			version.Write(vb)
-			vb = vb[:0]
+			version.Write(b)
 		}
 	}
-	total.Write(tb)
-	version.Write(vb)
 	total.Sum(sum[:0])
 	version.Sum(versionSum[:0])
 	return sum, versionSum
