@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -497,15 +496,14 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 	slices.SortFunc(w.records, func(a, b record) int { return strings.Compare(a.rel, b.rel) })
 	entries = make([]entry, 0, len(w.records))
 	d := sha256.New()
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
+	buf := make([]byte, 32<<10)
 	for _, r := range w.records {
 		e := entry{rel: r.rel, kind: r.kind}
 		switch r.kind {
 		case kindFile:
 			var meta fileMeta
 			var err error
-			if e, meta, err = w.file(r, d, *buf); errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
+			if e, meta, err = w.file(r, d, buf); errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
 				w.vanished = true // vanished or replaced meanwhile: an event follows
 				continue
 			} else if err != nil {
@@ -613,12 +611,6 @@ func (m fileMeta) diff(n fileMeta) string {
 	}
 	return strings.Join(d, ", ")
 }
-
-// bufPool holds the read buffers of hashes, shared by the volumes.
-var bufPool = sync.Pool{New: func() any {
-	b := make([]byte, 32<<10)
-	return &b
-}}
 
 // digest resets d and feeds it the bytes of the regular file name. It
 // returns the number of bytes read and the stamp of the file opened, as
