@@ -2,16 +2,19 @@ package watcher
 
 import "time"
 
-// This file is the watcher's one fast path: what a hash saw, kept for the
-// next one. Without it every walk reads every file, and the resync walks
-// and reads every volume. With it:
+// What a hash saw, kept for the next one: a fast path, reached through
+// seen's methods alone (the walk calls stamp, reuse, keep and done; the
+// resync and the poll call unchanged). Without it every walk reads every
+// file, and the resync walks and reads every volume. With it:
 //
-//   - a walk reads only the files whose stat changed (a plain directory of
-//     10,000 files, one file rewritten: BenchmarkChangeCPU's
-//     plain/files=10000 in test/cost);
+//   - a walk reads only the files whose stat changed: BenchmarkChangeCPU's
+//     plain-with-symlink/files=10000 in test/cost (a walk of 10,000 files,
+//     one rewritten), and BenchmarkTreeUpdate's walk here;
 //   - the resync and the poll stat what the last hash listed and read, and
-//     walk only a volume whose stats differ (BenchmarkIdleResync in
-//     test/cost: idle CPU and memory beside the floor program).
+//     walk only a volume whose stats differ; the version directory that
+//     ..data names is vouched for by the root's stat, so the resync of a
+//     kubelet volume stats its root, not its files: BenchmarkIdleResync in
+//     test/cost.
 //
 // A kubelet update writes every file anew (new inodes in a new version
 // directory), so it is read in full whatever this remembers.
@@ -145,4 +148,14 @@ func (s *seen) unchanged() bool {
 		}
 	}
 	return true
+}
+
+// setSeen publishes what the last hash of v saw, for the resync.
+func (w *Watcher) setSeen(v *volume, s *seen, watchNeed int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v.seen = s
+	if watchNeed > 0 {
+		v.watchNeed = watchNeed
+	}
 }

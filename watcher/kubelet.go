@@ -1,11 +1,11 @@
 package watcher
 
-// The kubelet's consistency rules. The kubelet writes a volume in steps
-// (/work/shared/kubelet-volumes.md has them): a new version directory,
-// ..data_tmp, the swap of ..data, the links of new keys, the unlinking of
-// vanished ones, the old version removed. The walk (hash.go) collects what
-// it met; the rules here say whether that is a state an app can read whole
-// (see "What is never reported" in the package documentation).
+// The kubelet's consistency rules. The kubelet writes a volume in steps: a
+// new version directory, ..data_tmp, the rename of ..data_tmp over ..data
+// (the swap), the links of new keys, the unlinking of vanished ones, the
+// old version removed. The walk (hash.go) collects what it met in
+// kubeletFacts; the rules here say whether that is a state an app can read
+// whole (see "What is never reported" in the package documentation).
 
 import (
 	"fmt"
@@ -13,18 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/go-kit/log/level"
 )
 
 // dataLink is the symlink through which the kubelet publishes the current
 // version directory of a ConfigMap, Secret, downwardAPI or projected volume.
 const dataLink = "..data"
-
-// settleTimeout bounds how long a volume that looks half-way through an
-// update is waited for before what it shows is reported anyway. The
-// kubelet's steps follow each other within milliseconds.
-const settleTimeout = 2 * time.Second
 
 // reasonVanished says that a volume was busy, not inconsistent.
 const reasonVanished = "an entry vanished while it was read"
@@ -189,41 +182,4 @@ func (v *volume) partial(res hashResult) string {
 		return "the kubelet volume shows no item (an rm -rf half-way, or an emptied ConfigMap)"
 	}
 	return ""
-}
-
-// settling is a volume's wait for the next step of an update.
-type settling struct {
-	partialSince time.Time // when the volume was first seen half-way through an update
-	settleTimer  *time.Timer
-}
-
-// settled reports whether v, half-way through an update (why), has been
-// so for longer than the settle bound, and is to be reported as it is.
-// Until then the settle timer marks it again.
-func (w *Watcher) settled(v *volume, why string) bool {
-	now := time.Now()
-	if v.partialSince.IsZero() {
-		v.partialSince = now
-		v.settleTimer = time.AfterFunc(w.settle, func() { w.mark(v) })
-		level.Debug(w.logger).Log("msg", "volume is half-way through an update, waiting for the next step", "dir", v.dir, "reason", why)
-	}
-	if now.Sub(v.partialSince) < w.settle {
-		return false
-	}
-	if why == reasonVanished { // busy, not inconsistent
-		level.Debug(w.logger).Log("msg", fmt.Sprintf("volume kept changing for %s, reporting it", w.settle), "dir", v.dir, "reason", why)
-	} else {
-		w.errorsTotal.Inc()
-		level.Warn(w.logger).Log("msg", fmt.Sprintf("volume still looks half-way through an update after %s, reporting what its visible names show", w.settle), "dir", v.dir, "reason", why)
-	}
-	return true
-}
-
-// stopSettle forgets that v was seen half-way through an update.
-func (s *settling) stopSettle() {
-	s.partialSince = time.Time{}
-	if s.settleTimer != nil {
-		s.settleTimer.Stop()
-		s.settleTimer = nil
-	}
 }

@@ -336,13 +336,3 @@ func (w *Watcher) send(c Change) {
 	case <-w.ctx.Done():
 	}
 }
-
-// setSeen publishes what the last hash of v saw, for the resync.
-func (w *Watcher) setSeen(v *volume, s *seen, watchNeed int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	v.seen = s
-	if watchNeed > 0 {
-		v.watchNeed = watchNeed
-	}
-}
