@@ -31,7 +31,7 @@ func hidden(name string) bool {
 
 // kubeletFacts is what a walk met that the kubelet's rules judge.
 type kubeletFacts struct {
-	noVersion    bool      // ..data names no directory
+	noVersion    string    // what ..data names, if it names no directory
 	dataTmp      bool      // ..data_tmp exists
 	items        []string  // the visible names in the version directory that ..data names
 	visible      int       // the root's visible entries
@@ -47,8 +47,8 @@ type kubeletFacts struct {
 // visible names linked, is broken (never reported) or looks half-way through
 // an update ("" if it does not).
 func (f *kubeletFacts) judge(real string, linked map[string]bool) (broken, partial string) {
-	if f.noVersion {
-		return "..data names no directory", ""
+	if f.noVersion != "" {
+		return fmt.Sprintf("..data names no directory (%s)", f.noVersion), ""
 	}
 	switch {
 	case f.dataTmp:
@@ -112,7 +112,7 @@ func (w *walk) versionDir(real, version string) {
 		entries, err = os.ReadDir(dir)
 	}
 	if err != nil {
-		w.noVersion = true
+		w.noVersion = version
 		return
 	}
 	w.dataDir, w.dataChanged = dir, info.ModTime()
