@@ -496,20 +496,12 @@ func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, 
 	if !info.Mode().IsRegular() {
 		return 0, fileStamp{}, errNotRegular
 	}
-	// A plain loop: io.CopyBuffer would take *os.File's WriteTo, which
-	// ignores buf and allocates its own for every file.
-	var n int64
-	for {
-		m, err := f.Read(buf)
-		d.Write(buf[:m])
-		n += int64(m)
-		if err == io.EOF {
-			return n, stampOf(info), nil
-		}
-		if err != nil {
-			return 0, fileStamp{}, fmt.Errorf("read %s: %w", name, err)
-		}
+	// f hidden behind io.Reader: *os.File's WriteTo would ignore buf.
+	n, err := io.CopyBuffer(d, struct{ io.Reader }{f}, buf)
+	if err != nil {
+		return 0, fileStamp{}, fmt.Errorf("read %s: %w", name, err)
 	}
+	return n, stampOf(info), nil
 }
 
 // resolveDir returns the real path of the directory path and its stat, or
