@@ -10,8 +10,9 @@ package watcher
 // cache.go remembers what a hash saw (seen); plain.go updates a plain tree
 // from the directories events name (plainPath); watches.go and
 // inotify_linux.go hold the inotify watches; poll.go catches what inotify
-// does not report; missing.go waits for a volume that is not there;
-// problems.go logs what could not be hashed.
+// does not report; settle.go waits for a volume half-way through an
+// update; missing.go for a volume that is not there; problems.go logs what
+// could not be hashed.
 
 import (
 	"context"
@@ -53,8 +54,8 @@ type Watcher struct {
 	inotifyState // watches.go
 	missingTimes // missing.go
 
-	mu      sync.Mutex // guards the fields of volume so marked, and those of inotifyState
-	stopped bool
+	mu      sync.Mutex // guards the fields marked "under w.mu", here and in the states above and in volume
+	stopped bool       // under w.mu
 }
 
 // volume is one watched directory. The fields under w.mu are shared; the
