@@ -86,12 +86,18 @@ type seen struct {
 }
 
 // newSeen starts what a hash that starts now sees; last is the previous
-// hash's, racy its racyWindow (0: racyWindow).
+// hash's, racy its racyWindow (0: racyWindow). The map is sized for last's
+// files: growing it is a measurable part of a walk of 10,000 files
+// (BenchmarkTreeUpdate's walk).
 func newSeen(last *seen, racy time.Duration) *seen {
 	if racy == 0 {
 		racy = racyWindow
 	}
-	return &seen{files: make(map[fileKey]digestEntry), whole: true, start: time.Now(), racy: racy}
+	n := 0
+	if last != nil {
+		n = len(last.files)
+	}
+	return &seen{files: make(map[fileKey]digestEntry, n), whole: true, start: time.Now(), racy: racy}
 }
 
 // stamp records the stamp st of a directory listed or a file read at path.
