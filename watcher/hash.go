@@ -184,7 +184,7 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	if err != nil {
 		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	linked := make(map[string]bool)
+	visible := make(map[string]bool)
 	for _, e := range entries {
 		name := e.Name()
 		if name == dataLink+"_tmp" {
@@ -193,7 +193,7 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 		if hidden(name) {
 			continue
 		}
-		linked[name] = true
+		visible[name] = true
 		p := filepath.Join(real, name)
 		switch {
 		case e.Type()&fs.ModeSymlink == 0:
@@ -202,12 +202,11 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 			w.dangling++
 		}
 	}
-	w.visible = len(linked)
 
 	read, unreadable := w.read()
 	res.sum, res.versionSum = fold(read)
 	res.unreadable = unreadable
-	res.broken, res.partial = w.judge(real, linked)
+	res.broken, res.partial = w.judge(real, visible)
 	res.problems = w.problems
 	res.watched = len(w.watched)
 	res.seen = w.next.done(!w.links && len(w.problems) == 0 && res.partial == "" && res.broken == "")

@@ -34,8 +34,7 @@ type kubeletFacts struct {
 	noVersion    string    // what ..data names, if it names no directory
 	dataTmp      bool      // ..data_tmp exists
 	items        []string  // the visible names in the version directory that ..data names
-	visible      int       // the root's visible entries
-	dangling     int       // of them, those that dangle
+	dangling     int       // the root's visible entries that dangle
 	vanishedLink string    // a visible link into ..data that names a missing item
 	vanished     bool      // an entry vanished while it was read: someone is at work
 	dataDir      string    // the version directory ..data names, if any
@@ -43,10 +42,10 @@ type kubeletFacts struct {
 	emptyDir     string    // an empty directory inside dataDir (visible path)
 }
 
-// judge returns why the root real, where the walk met f and found the
-// visible names linked, is broken (never reported) or looks half-way through
-// an update ("" if it does not).
-func (f *kubeletFacts) judge(real string, linked map[string]bool) (broken, partial string) {
+// judge returns why the root real, whose visible names are visible and
+// where the walk met f, is broken (never reported) or looks half-way
+// through an update ("" if it does not).
+func (f *kubeletFacts) judge(real string, visible map[string]bool) (broken, partial string) {
 	if f.noVersion != "" {
 		return fmt.Sprintf("..data names no directory (%s)", f.noVersion), ""
 	}
@@ -57,13 +56,13 @@ func (f *kubeletFacts) judge(real string, linked map[string]bool) (broken, parti
 		partial = fmt.Sprintf("visible link %s names a vanished item", f.vanishedLink)
 	default:
 		for _, name := range f.items {
-			if !linked[name] { // the kubelet renames ..data before it links new keys
+			if !visible[name] { // the kubelet renames ..data before it links new keys
 				partial = fmt.Sprintf("item %s has no visible link yet", name)
 				break
 			}
 		}
 	}
-	if f.visible > 0 && f.dangling == f.visible {
+	if len(visible) > 0 && f.dangling == len(visible) {
 		return "every visible entry dangles", partial
 	}
 	if partial != "" {
