@@ -2,16 +2,19 @@ package watcher
 
 import "time"
 
-// This file is the watcher's one fast path: what a hash saw, kept for the
-// next one. Without it every walk reads every file, and the resync walks
-// and reads every volume. With it:
+// What a hash saw, kept for the next one: a fast path, reached through
+// seen's methods alone (the walk calls stamp, reuse, keep and done; the
+// resync and the poll call unchanged). Without it every walk reads every
+// file, and the resync walks and reads every volume. With it:
 //
-//   - a walk reads only the files whose stat changed (a plain directory of
-//     10,000 files, one file rewritten: BenchmarkChangeCPU's
-//     plain/files=10000 in test/cost);
+//   - a walk reads only the files whose stat changed: BenchmarkChangeCPU's
+//     plain-with-symlink/files=10000 in test/cost (a walk of 10,000 files,
+//     one rewritten), and BenchmarkTreeUpdate's walk here;
 //   - the resync and the poll stat what the last hash listed and read, and
-//     walk only a volume whose stats differ (BenchmarkIdleResync in
-//     test/cost: idle CPU and memory beside the floor program).
+//     walk only a volume whose stats differ; the version directory that
+//     ..data names is vouched for by the root's stat, so the resync of a
+//     kubelet volume stats its root, not its files: BenchmarkIdleResync in
+//     test/cost.
 //
 // A kubelet update writes every file anew (new inodes in a new version
 // directory), so it is read in full whatever this remembers.
@@ -35,12 +38,9 @@ type fileStamp struct {
 	ok                 bool  // the system gave inode numbers and times
 }
 
-// settled reports whether st last changed long enough (racy; 0 means
-// racyWindow) before start to vouch for its content.
+// settled reports whether st last changed long enough (racy) before start
+// to vouch for its content.
 func (st fileStamp) settled(start time.Time, racy time.Duration) bool {
-	if racy == 0 {
-		racy = racyWindow
-	}
 	limit := start.Add(-racy).UnixNano()
 	return st.ok && st.mtime < limit && st.ctime < limit
 }
@@ -80,29 +80,66 @@ type seen struct {
 	// left out (an unreadable entry, a dangling link), and the volume was
 	// not half-way through an update.
 	whole bool
+
+	start time.Time     // when the hash started
+	racy  time.Duration // racyWindow; tests shorten it
 }
 
-// size is the number of files s remembers.
-func (s *seen) size() int {
-	if s == nil {
-		return 0
+// newSeen starts what a hash that starts now sees; last is the previous
+// hash's, racy its racyWindow (0: racyWindow). The map is sized for last's
+// files: growing it is a measurable part of a walk of 10,000 files
+// (BenchmarkTreeUpdate's walk).
+func newSeen(last *seen, racy time.Duration) *seen {
+	if racy == 0 {
+		racy = racyWindow
 	}
-	return len(s.files)
+	n := 0
+	if last != nil {
+		n = len(last.files)
+	}
+	return &seen{files: make(map[fileKey]digestEntry, n), whole: true, start: time.Now(), racy: racy}
 }
 
-// lookup returns the digest of the file whose stamp is st, if it was read
-// with that stamp.
-func (s *seen) lookup(st fileStamp) ([32]byte, bool) {
-	if s == nil || !st.ok {
+// stamp records the stamp st of a directory listed or a file read at path.
+func (s *seen) stamp(path string, st fileStamp) {
+	s.stamps = append(s.stamps, stamped{path, st})
+	if !st.settled(s.start, s.racy) {
+		s.whole = false
+	}
+}
+
+// reuse returns the digest that last holds for the file whose stamp is st,
+// and keeps it, if last read it with that stamp.
+func (s *seen) reuse(last *seen, st fileStamp) ([32]byte, bool) {
+	if last == nil || !st.ok {
 		return [32]byte{}, false
 	}
-	e, ok := s.files[fileKey{st.dev, st.ino}]
-	return e.sum, ok && e.stamp == st
+	e, ok := last.files[fileKey{st.dev, st.ino}]
+	if !ok || e.stamp != st {
+		return [32]byte{}, false
+	}
+	s.files[fileKey{st.dev, st.ino}] = e
+	return e.sum, true
 }
 
-// keep remembers the digest sum of the file whose stamp is st.
-func (s *seen) keep(st fileStamp, sum [32]byte) {
+// keep remembers the digest sum of the file just read (size bytes), whose
+// stamp before the read was st, and reports whether the stamp vouches for
+// it: it changed well before the hash started, and its size is what was
+// read. If not, the next hash reads the file again.
+func (s *seen) keep(st fileStamp, size int64, sum [32]byte) bool {
+	if st.size != size || !st.settled(s.start, s.racy) {
+		s.whole = false
+		return false
+	}
 	s.files[fileKey{st.dev, st.ino}] = digestEntry{st, sum}
+	return true
+}
+
+// done ends the hash: whole says that nothing the stamps cannot vouch for
+// was met.
+func (s *seen) done(whole bool) *seen {
+	s.whole = s.whole && whole
+	return s
 }
 
 // unchanged reports whether every stamp is as it was, so that the volume
@@ -117,4 +154,14 @@ func (s *seen) unchanged() bool {
 		}
 	}
 	return true
+}
+
+// setSeen publishes what the last hash of v saw, for the resync.
+func (w *Watcher) setSeen(v *volume, s *seen, watchNeed int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v.seen = s
+	if watchNeed > 0 {
+		v.watchNeed = watchNeed
+	}
 }

@@ -91,6 +91,18 @@
 // change is logged at warning level with the pod settings that make the file
 // readable.
 //
+// # Reading the code
+//
+// The correct path is three files, read in this order: watcher.go (event,
+// mark dirty, refresh, judge, send), hash.go (the walk that hashes what
+// the app sees, and collects what the kubelet's rules need) and kubelet.go
+// (those rules). The rest sits behind a few calls each: two fast paths,
+// cache.go (seen: digests and stamps kept for the next hash and the
+// resync) and plain.go (plainPath: a plain tree updated from the
+// directories events name), each naming the benchmark that keeps it; and
+// the handling of what goes wrong or is missed: settle.go, missing.go,
+// poll.go, problems.go, watches.go and the inotify files.
+//
 // The package is a library: it knows nothing of hotreload's command line.
 // Its errors name options by their field in Options (Dirs, PollInterval),
 // with a *DirError for one directory; hotreload's internal/config names the

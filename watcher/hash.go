@@ -12,14 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
-
-// dataLink is the symlink through which the kubelet publishes the current
-// version directory of a ConfigMap, Secret, downwardAPI or projected volume.
-const dataLink = "..data"
 
 // maxHashAttempts bounds how often a hash is redone because ..data was
 // swapped while it was being read.
@@ -156,9 +151,8 @@ type record struct {
 // walk holds the state of one hash walk.
 type walk struct {
 	h       hasher
-	last    *seen
-	next    *seen
-	start   time.Time
+	last    *seen // the last hash's, whose digests it reuses (cache.go)
+	next    *seen // this hash's, for the next one and the resync
 	watch   func(dir string)
 	watched map[string]bool // directories passed to watch
 
@@ -167,12 +161,8 @@ type walk struct {
 	onPath   map[fileID]bool   // real directories between the root and the current one
 	records  []record
 	problems []problem
-	vanished bool // an entry vanished while it was read: someone is at work
 	links    bool // a symlink other than the kubelet's own was followed
-
-	dataDir     string    // the version directory ..data names, if any
-	dataChanged time.Time // the latest mtime of a directory walked inside dataDir
-	emptyDir    string    // an empty directory inside dataDir (visible path)
+	kubeletFacts
 }
 
 // hashOnce walks root once, and returns the result and root's real path.
@@ -181,7 +171,7 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	if err != nil {
 		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	w := h.newWalk(last, watch, last.size())
+	w := h.newWalk(last, watch)
 	w.watchDir(real)
 	w.stamp(root, stampOf(info)) // stat'ed by the resync as given, through any symlink
 	id := idOf(real, info)
@@ -189,54 +179,49 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 
 	res := hashResult{}
 	res.version, _ = os.Readlink(filepath.Join(real, dataLink))
-	items := w.versionDir(real, &res)
+	w.versionDir(real, res.version)
 	entries, err := os.ReadDir(real)
 	if err != nil {
 		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == dataLink+"_tmp" }) {
-		w.partly(&res, "..data_tmp exists: a swap is under way")
-	}
-	visible, dangling := w.visitEntries(real, entries, &res)
-	for _, name := range items {
-		if !visible[name] {
-			// The kubelet renames ..data before it links new keys.
-			w.partly(&res, fmt.Sprintf("item %s has no visible link yet", name))
+	visible := make(map[string]bool)
+	for _, e := range entries {
+		name := e.Name()
+		if name == dataLink+"_tmp" {
+			w.dataTmp = true
+		}
+		if hidden(name) {
+			continue
+		}
+		visible[name] = true
+		p := filepath.Join(real, name)
+		switch {
+		case e.Type()&fs.ModeSymlink == 0:
+			w.visit(name, p)
+		case w.visitLink(name, p):
+			w.dangling++
 		}
 	}
-	if res.broken == "" && len(visible) > 0 && dangling == len(visible) {
-		res.broken = "every visible entry dangles"
-	}
 
-	entriesRead, unreadable := w.read()
-	res.sum, res.versionSum = fold(entriesRead)
+	read, unreadable := w.read()
+	res.sum, res.versionSum = fold(read)
 	res.unreadable = unreadable
-	if why := w.unsettled(real); why != "" {
-		w.partly(&res, why)
-	}
+	res.broken, res.partial = w.judge(real, visible)
 	res.problems = w.problems
 	res.watched = len(w.watched)
-	w.next.whole = w.next.whole && !w.links && len(w.problems) == 0 && res.partial == "" && res.broken == ""
-	res.seen = w.next
-	res.tree = w.tree(real, entriesRead, res)
+	res.seen = w.next.done(!w.links && len(w.problems) == 0 && res.partial == "" && res.broken == "")
+	res.tree = w.tree(real, read, res)
 	return res, real, nil
 }
 
-// newWalk starts a walk that expects about files files.
-func (h hasher) newWalk(last *seen, watch func(string), files int) *walk {
+// newWalk starts a walk.
+func (h hasher) newWalk(last *seen, watch func(string)) *walk {
 	return &walk{
-		h: h, last: last, start: time.Now(), watch: watch, watched: make(map[string]bool),
-		next:    &seen{files: make(map[fileKey]digestEntry, files), whole: true},
+		h: h, last: last, next: newSeen(last, h.racy), watch: watch, watched: make(map[string]bool),
 		dirs:    make(map[string]string),
 		visited: make(map[fileID]string),
 		onPath:  make(map[fileID]bool),
 	}
-}
-
-// published reports whether path is the version directory that ..data
-// names or inside it: never changed by the kubelet (see seen).
-func (w *walk) published(path string) bool {
-	return w.dataDir != "" && (path == w.dataDir || strings.HasPrefix(path, w.dataDir+string(filepath.Separator)))
 }
 
 // watchDir passes dir to watch, once, unless it is inside the published
@@ -254,128 +239,32 @@ func (w *walk) watchDir(dir string) {
 // stamp records the stamp st of a directory listed or a file read, for the
 // resync, unless it is inside the published version.
 func (w *walk) stamp(path string, st fileStamp) {
-	if w.published(path) {
-		return
+	if !w.published(path) {
+		w.next.stamp(path, st)
 	}
-	w.next.stamps = append(w.next.stamps, stamped{path, st})
-	if !st.settled(w.start, w.h.racy) {
-		w.next.whole = false
-	}
-}
-
-// versionDir resolves and lists the version directory that ..data
-// (res.version) names, and returns its visible names; it records the
-// volume as broken if ..data names no directory.
-func (w *walk) versionDir(real string, res *hashResult) (items []string) {
-	if res.version == "" {
-		return nil
-	}
-	dir := res.version
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(real, dir)
-	}
-	named := dir
-	dir, info, err := resolveDir(dir)
-	var entries []os.DirEntry
-	if err == nil {
-		entries, err = os.ReadDir(dir)
-	}
-	if err != nil {
-		res.broken = fmt.Sprintf("..data names no directory (%s)", res.version)
-		return nil
-	}
-	w.dataDir, w.dataChanged = dir, info.ModTime()
-	if dir != named || filepath.Dir(dir) != real { // a symlink, or not a directory of the root
-		w.links = true // not the kubelet's layout: the root's stamp does not vouch for it
-	}
-	for _, e := range entries {
-		if !hidden(e.Name()) {
-			items = append(items, e.Name())
-		}
-	}
-	return items
-}
-
-// visitEntries walks root's visible entries, and returns their names and
-// how many of them dangle.
-func (w *walk) visitEntries(real string, entries []os.DirEntry, res *hashResult) (visible map[string]bool, dangling int) {
-	visible = make(map[string]bool)
-	for _, e := range entries {
-		name := e.Name()
-		if hidden(name) {
-			continue
-		}
-		visible[name] = true
-		p := filepath.Join(real, name)
-		switch {
-		case e.Type()&fs.ModeSymlink == 0:
-			w.visit(name, p)
-		case w.visitLink(name, p, res):
-			dangling++
-		}
-	}
-	return visible, dangling
 }
 
 // visitLink adds what the visible symlink name (at p) shows, and reports
-// whether it dangles. The kubelet's links (..data/key) are resolved through
-// the version directory already resolved, as the app would, so that every
-// file comes from that one version (..data is read again after the walk);
-// one naming a key that ..data no longer has is a moment of an update, not
-// a problem of the content: the kubelet unlinks it next.
-func (w *walk) visitLink(name, p string, res *hashResult) (dangles bool) {
+// whether it dangles. The kubelet's links (..data/key) are resolved
+// through the version directory (kubelet.go).
+func (w *walk) visitLink(name, p string) (dangles bool) {
 	link, err := os.Readlink(p)
 	if err != nil {
 		w.vanished = true // replaced since the listing: an event follows
 		return false
 	}
 	rest, kubelet := strings.CutPrefix(link, dataLink+"/")
-	if !kubelet || w.dataDir == "" {
-		_, err := os.Stat(p)
-		dangles = errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
-		if dangles && kubelet { // ..data is gone: a moment of a deletion
-			w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
-			return true
-		}
-		w.visit(name, p) // records a dangling link as a problem
-		return dangles
+	if kubelet && w.dataDir != "" {
+		w.kubeletLink(name, rest)
+		return false
 	}
-	p = filepath.Join(w.dataDir, rest)
-	info, err := os.Lstat(p)
-	switch {
-	case err == nil:
-		w.visitInfo(name, p, info)
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		w.partly(res, fmt.Sprintf("visible link %s names a vanished item", name))
-	default:
-		w.problem(name, err)
+	_, err = os.Stat(p)
+	if dangles = gone(err); dangles && kubelet { // ..data is gone: a moment of a deletion
+		w.vanishedLinkOf(name)
+		return true
 	}
-	return false
-}
-
-// partly records why the volume looks half-way through an update, unless
-// a reason is known already.
-func (w *walk) partly(res *hashResult, why string) {
-	if res.partial == "" && res.broken == "" {
-		res.partial = why
-	}
-}
-
-// unsettled returns why the files just read may not be a state of the
-// volume that an app could read whole, or "" if they are.
-func (w *walk) unsettled(real string) string {
-	switch {
-	case w.vanished:
-		return reasonVanished
-	case w.emptyDir != "":
-		return fmt.Sprintf("directory %s of the version that ..data names is empty (the kubelet makes directories only for items: an rm -rf is under way)", w.emptyDir)
-	case w.dataDir != "" && w.dataChanged.After(changeTime(filepath.Join(real, dataLink))):
-		// The kubelet fills a version directory before it renames ..data
-		// to name it (which sets the link's change time), and never
-		// touches it again.
-		return "the version directory that ..data names changed after ..data was swapped to it (the kubelet never does that)"
-	}
-	return ""
+	w.visit(name, p) // records a dangling link as a problem
+	return dangles
 }
 
 // visit adds the entry at the real path p, seen at the visible path rel.
@@ -457,16 +346,7 @@ func (w *walk) walkDir(rel, dir string, info os.FileInfo) {
 		w.records = append(w.records, record{rel: rel, kind: kindUnreadable})
 		return
 	}
-	if w.dataDir != "" && strings.HasPrefix(dir, w.dataDir+string(filepath.Separator)) {
-		// Inside the published version: the kubelet makes directories
-		// only as parents of items, and never changes them afterwards.
-		if len(entries) == 0 {
-			w.emptyDir = rel
-		}
-		if after, err := os.Stat(dir); err == nil && after.ModTime().After(w.dataChanged) {
-			w.dataChanged = after.ModTime() // read after the listing: the latest change
-		}
-	}
+	w.versionDirListed(rel, dir, entries)
 	for _, e := range entries {
 		if !hidden(e.Name()) {
 			w.visit(rel+"/"+e.Name(), filepath.Join(dir, e.Name()))
@@ -497,15 +377,14 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 	slices.SortFunc(w.records, func(a, b record) int { return strings.Compare(a.rel, b.rel) })
 	entries = make([]entry, 0, len(w.records))
 	d := sha256.New()
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
+	buf := make([]byte, 32<<10)
 	for _, r := range w.records {
 		e := entry{rel: r.rel, kind: r.kind}
 		switch r.kind {
 		case kindFile:
 			var meta fileMeta
 			var err error
-			if e, meta, err = w.file(r, d, *buf); errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
+			if e, meta, err = w.file(r, d, buf); errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
 				w.vanished = true // vanished or replaced meanwhile: an event follows
 				continue
 			} else if err != nil {
@@ -520,7 +399,7 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 		case kindAlias:
 			e.size, e.alias = int64(len(r.ref)), r.ref
 		}
-		e.inVersion = w.dataDir != "" && strings.HasPrefix(r.ref, w.dataDir+string(filepath.Separator))
+		e.inVersion = w.inVersion(r.ref)
 		entries = append(entries, e)
 	}
 	return entries, unreadable
@@ -533,9 +412,8 @@ func (w *walk) read() (entries []entry, unreadable map[string]fileMeta) {
 // racyWindow).
 func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, fileMeta, error) {
 	e := entry{rel: r.rel, kind: kindFile, n: sha256.Size, size: r.stamp.size}
-	if sum, ok := w.last.lookup(r.stamp); ok {
+	if sum, ok := w.next.reuse(w.last, r.stamp); ok {
 		e.digest = sum
-		w.next.keep(r.stamp, sum)
 		w.stamp(r.ref, r.stamp)
 		return e, fileMeta{}, nil
 	}
@@ -555,11 +433,8 @@ func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, fileMeta, error) 
 	}
 	d.Sum(e.digest[:0])
 	e.size = size
-	if st.size == size && st.settled(w.start, w.h.racy) {
-		w.next.keep(st, e.digest)
+	if w.next.keep(st, size, e.digest) {
 		w.stamp(r.ref, st)
-	} else {
-		w.next.whole = false // the next hash reads it again
 	}
 	return e, fileMeta{}, nil
 }
@@ -568,35 +443,23 @@ func (w *walk) file(r record, d hash.Hash, buf []byte) (entry, fileMeta, error) 
 // those read from inside the version directory.
 func fold(entries []entry) (sum, versionSum [32]byte) {
 	total, version := sha256.New(), sha256.New()
-	// The records go to the hashes in batches: a Write per record costs
-	// more than the hashing of 10,000 records.
-	var tb, vb []byte
+	var b []byte
 	for _, e := range entries {
-		start := len(tb)
-		tb = append(tb, e.rel...)
-		tb = append(tb, 0, e.kind)
+		b = append(b[:0], e.rel...)
+		b = append(b, 0, e.kind)
 		if e.kind != kindUnreadable {
-			tb = binary.BigEndian.AppendUint64(tb, uint64(e.size))
+			b = binary.BigEndian.AppendUint64(b, uint64(e.size))
 			if e.kind == kindAlias {
-				tb = append(tb, e.alias...)
+				b = append(b, e.alias...)
 			} else {
-				tb = append(tb, e.digest[:e.n]...)
+				b = append(b, e.digest[:e.n]...)
 			}
 		}
+		total.Write(b)
 		if e.inVersion {
-			vb = append(vb, tb[start:]...)
-		}
-		if len(tb) >= 16<<10 {
-			total.Write(tb)
-			tb = tb[:0]
-		}
-		if len(vb) >= 16<<10 {
-			version.Write(vb)
-			vb = vb[:0]
+			version.Write(b)
 		}
 	}
-	total.Write(tb)
-	version.Write(vb)
 	total.Sum(sum[:0])
 	version.Sum(versionSum[:0])
 	return sum, versionSum
@@ -610,27 +473,6 @@ func (m fileMeta) bytes() []byte {
 	b = binary.BigEndian.AppendUint64(b, m.ino)
 	return b
 }
-
-// diff names what differs between m (before) and n (now).
-func (m fileMeta) diff(n fileMeta) string {
-	var d []string
-	if m.size != n.size {
-		d = append(d, fmt.Sprintf("size %d -> %d", m.size, n.size))
-	}
-	if m.mtime != n.mtime {
-		d = append(d, "mtime "+time.Unix(0, m.mtime).UTC().Format(time.RFC3339Nano)+" -> "+time.Unix(0, n.mtime).UTC().Format(time.RFC3339Nano))
-	}
-	if m.dev != n.dev || m.ino != n.ino {
-		d = append(d, fmt.Sprintf("inode %d:%d -> %d:%d", m.dev, m.ino, n.dev, n.ino))
-	}
-	return strings.Join(d, ", ")
-}
-
-// bufPool holds the read buffers of hashes, shared by the volumes.
-var bufPool = sync.Pool{New: func() any {
-	b := make([]byte, 32<<10)
-	return &b
-}}
 
 // digest resets d and feeds it the bytes of the regular file name. It
 // returns the number of bytes read and the stamp of the file opened, as
@@ -653,20 +495,12 @@ func (h hasher) digest(d hash.Hash, name string, buf []byte) (int64, fileStamp, 
 	if !info.Mode().IsRegular() {
 		return 0, fileStamp{}, errNotRegular
 	}
-	// A plain loop: io.CopyBuffer would take *os.File's WriteTo, which
-	// ignores buf and allocates its own for every file.
-	var n int64
-	for {
-		m, err := f.Read(buf)
-		d.Write(buf[:m])
-		n += int64(m)
-		if err == io.EOF {
-			return n, stampOf(info), nil
-		}
-		if err != nil {
-			return 0, fileStamp{}, fmt.Errorf("read %s: %w", name, err)
-		}
+	// f hidden behind io.Reader: *os.File's WriteTo would ignore buf.
+	n, err := io.CopyBuffer(d, struct{ io.Reader }{f}, buf)
+	if err != nil {
+		return 0, fileStamp{}, fmt.Errorf("read %s: %w", name, err)
 	}
+	return n, stampOf(info), nil
 }
 
 // resolveDir returns the real path of the directory path and its stat, or
@@ -683,9 +517,7 @@ func resolveDir(path string) (string, os.FileInfo, error) {
 	return real, info, err
 }
 
-// hidden reports whether a name is skipped: the kubelet's "..data",
-// "..data_tmp" and "..<timestamp>" entries, and anything else starting
-// with "..".
-func hidden(name string) bool {
-	return strings.HasPrefix(name, "..")
+// gone reports whether err says that a path no longer leads to an entry.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }

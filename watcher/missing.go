@@ -31,6 +31,46 @@ const (
 // that never reloads (seen in a real pod), so the hint says what works.
 const subPathHint = "a subPath mount never updates: mount the whole volume into hotreload's container (no subPath) and give its mount path"
 
+// missingTimes are the grace period and the pace of the warning; tests
+// shorten them.
+type missingTimes struct{ grace, repeat time.Duration }
+
+// missingState is a volume's wait for its root.
+type missingState struct {
+	missing      string // under w.mu: why Ready fails: missing beyond the grace period
+	waiting      bool   // the "waiting for it" line was logged
+	rootErr      string // the last root error logged
+	missingSince time.Time
+	missingTimer *time.Timer
+	nextWarn     time.Time // of the missing volume's warning; zero before the first
+}
+
+func (m *missingState) stopMissing() {
+	if m.missingTimer != nil {
+		m.missingTimer.Stop()
+	}
+}
+
+// Ready returns nil once every directory that existed when Run started has
+// been hashed and is watched, by inotify or by polling, unless a directory
+// of Options.Dirs has been missing for longer than the grace period; else
+// an error saying why not.
+func (w *Watcher) Ready() error {
+	select {
+	case <-w.readyc:
+	default:
+		return errors.New("a volume is not watched yet")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, v := range w.vols {
+		if v.missing != "" {
+			return errors.New(v.missing)
+		}
+	}
+	return nil
+}
+
 // found records that v exists, after it was missing.
 func (w *Watcher) found(v *volume) {
 	v.rootErr = ""

@@ -10,11 +10,36 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/go-kit/log/level"
 )
+
+// pollLoop is the resync's and the poll ticker's settings and state.
+type pollLoop struct {
+	resync  time.Duration
+	pollInt time.Duration
+	poll    bool          // Options.Poll: never inotify
+	wake    chan struct{} // a volume's need of the poll ticker changed
+	ticking atomic.Bool   // the poll ticker runs (for tests)
+}
+
+func newPollLoop(opts Options) pollLoop {
+	pollInt := opts.PollInterval
+	if pollInt == 0 {
+		pollInt = DefaultPollInterval
+	}
+	return pollLoop{resync: opts.ResyncInterval, pollInt: pollInt, poll: opts.Poll, wake: make(chan struct{}, 1)}
+}
+
+// pollState is a volume's polling.
+type pollState struct {
+	poll    int  // under w.mu: pollNone, pollStats or pollAlways
+	polling bool // polled instead of watched by inotify
+	retryAt time.Time
+}
 
 // Poll needs of a volume.
 const (

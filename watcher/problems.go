@@ -5,13 +5,22 @@ package watcher
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
+	"time"
 
 	"github.com/go-kit/log/level"
 )
 
 // unreadableHint says how to make an unreadable file readable.
 const unreadableHint = "set the pod's fsGroup, run hotreload as the file owner's runAsUser, or give the volume a defaultMode that lets group/others read"
+
+// problemState is what was logged of a volume's problems.
+type problemState struct {
+	logged     map[string]bool     // problems logged, by path and kind
+	unreadable map[string]fileMeta // what was last seen of each unreadable file
+}
 
 // report logs and counts the problems of a hash that were not already
 // reported for the volume; a problem that went away is forgotten, so that
@@ -60,4 +69,19 @@ func problemKind(err error) string {
 	default:
 		return "other"
 	}
+}
+
+// diff names what differs between m (before) and n (now).
+func (m fileMeta) diff(n fileMeta) string {
+	var d []string
+	if m.size != n.size {
+		d = append(d, fmt.Sprintf("size %d -> %d", m.size, n.size))
+	}
+	if m.mtime != n.mtime {
+		d = append(d, "mtime "+time.Unix(0, m.mtime).UTC().Format(time.RFC3339Nano)+" -> "+time.Unix(0, n.mtime).UTC().Format(time.RFC3339Nano))
+	}
+	if m.dev != n.dev || m.ino != n.ino {
+		d = append(d, fmt.Sprintf("inode %d:%d -> %d:%d", m.dev, m.ino, n.dev, n.ino))
+	}
+	return strings.Join(d, ", ")
 }

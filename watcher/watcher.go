@@ -1,14 +1,24 @@
 package watcher
 
+// The path of a change: an inotify event in a directory that a volume's
+// last hash walked marks the volume dirty (event, mark); a goroutine of the
+// volume's own hashes what the app sees (refresh, with hash.go's walk);
+// judge, with the kubelet's rules (kubelet.go), decides whether the volume
+// is whole and differs from what was last reported, and sends a Change.
+//
+// Beside it, each behind a few calls: options.go checks Options;
+// cache.go remembers what a hash saw (seen); plain.go updates a plain tree
+// from the directories events name (plainPath); watches.go and
+// inotify_linux.go hold the inotify watches; poll.go catches what inotify
+// does not report; settle.go waits for a volume half-way through an
+// update; missing.go for a volume that is not there; problems.go logs what
+// could not be hashed.
+
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,23 +26,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 )
-
-// DefaultPollInterval is the poll period used when Options.PollInterval is 0.
-const DefaultPollInterval = 5 * time.Second
-
-// settleTimeout bounds how long a volume that looks half-way through an
-// update is waited for before what it shows is reported anyway. The
-// kubelet's steps follow each other within milliseconds.
-const settleTimeout = 2 * time.Second
-
-// maxDirtyDirs bounds the directories that events named which a volume
-// keeps between two hashes; past it, the volume is walked.
-const maxDirtyDirs = 1024
-
-// reasonVanished says that a volume was busy, not inconsistent.
-const reasonVanished = "an entry vanished while it was read"
 
 // Change says that the content of one watched directory differs from what
 // the watcher last reported.
@@ -42,87 +36,26 @@ type Change struct {
 	Time time.Time // when the change was detected
 }
 
-// DirError is a problem with one of the directories of Options that New
-// found. The package names no command-line flag; a command that takes the
-// directories as a flag names it (hotreload's internal/config:
-// --volume-dir).
-type DirError struct {
-	Dir string // as given
-	Err error
-}
-
-func (e *DirError) Error() string { return fmt.Sprintf("option Dirs %q: %v", e.Dir, e.Err) }
-
-func (e *DirError) Unwrap() error { return e.Err }
-
-// Options configures a Watcher.
-type Options struct {
-	// Dirs are the volume directories. A path given twice is watched
-	// once. One that is missing for longer than 30 seconds is logged at
-	// warning level, exported, and makes Ready fail until it appears.
-	Dirs []string
-	// OptionalDirs are watched like Dirs, but may be missing for good.
-	OptionalDirs []string
-	// ResyncInterval is how often the stats of every directory are
-	// compared with what its last hash saw, and a directory whose stats
-	// differ is hashed again: a safety net for missed events; 0 turns it
-	// off.
-	ResyncInterval time.Duration
-	// PollInterval is the poll period for directories that inotify cannot
-	// watch, or that do not exist yet; 0 means DefaultPollInterval.
-	PollInterval time.Duration
-	// Poll never uses inotify and always polls, for filesystems that do
-	// not support it.
-	Poll bool
-}
-
 // Watcher watches volume directories and reports content changes on
 // Changes. Create it with New and start it with Run.
-//
-// The path of a change, in this file: an inotify event in a directory that
-// a volume's last hash walked marks the volume dirty (event, mark); a
-// goroutine of the volume's own hashes what the app sees (refresh, with
-// hash.go); judge compares the result with what was last reported and, if
-// the volume is whole and differs, sends a Change. poll.go catches what
-// inotify does not report, missing.go waits for a volume that is not
-// there, cache.go keeps what a hash saw for the next.
 type Watcher struct {
 	logger   log.Logger
 	vols     []*volume
-	resync   time.Duration
-	pollInt  time.Duration
-	poll     bool
+	hasher   hasher        // tests set it
 	settle   time.Duration // settleTimeout; tests shorten it
-	grace    time.Duration // missingGrace; tests shorten it
-	repeat   time.Duration // missingRepeat; tests shorten it
 	changes  chan Change
 	readyc   chan struct{} // closed when every volume had its first hash
+	firstMap map[string][32]byte
 	started  atomic.Bool
 	ctx      context.Context // Run's; set before any goroutine starts
-	wake     chan struct{}   // a volume's need of the poll ticker changed
-	ticking  atomic.Bool     // the poll ticker runs (for tests)
 	runners  sync.WaitGroup  // the volumes' goroutines
-	readers  sync.WaitGroup  // the inotify event readers
-	firstMap map[string][32]byte
+	metrics
+	pollLoop     // poll.go
+	inotifyState // watches.go
+	missingTimes // missing.go
 
-	// Seams for tests; set by New.
-	hasher     hasher
-	newInotify func() (*inotify, error)
-	addWatch   func(in *inotify, dir string) (int, error)
-
-	changesTotal prometheus.Counter
-	eventsTotal  prometheus.Counter
-	errorsTotal  prometheus.Counter
-	hashesTotal  prometheus.Counter
-	watchedDirs  prometheus.Gauge
-	missingDirs  *prometheus.GaugeVec
-
-	mu          sync.Mutex
-	in          *inotify       // nil while inotify is not used
-	watches     map[int]*watch // by watch descriptor
-	limitErr    error          // the first "watch limit reached" error
-	limitLogged bool
-	stopped     bool
+	mu      sync.Mutex // guards the fields marked "under w.mu", here and in the states above and in volume
+	stopped bool       // under w.mu
 }
 
 // volume is one watched directory. The fields under w.mu are shared; the
@@ -134,32 +67,20 @@ type volume struct {
 
 	// Under w.mu.
 	dirty, running bool
-	dirtyDirs      map[string]bool // the directories events named since the last hash took them
-	walkAll        bool            // a mark named no directory: the next hash walks the volume
-	poll           int
-	seen           *seen  // what the last hash saw (read by the resync)
-	watchNeed      int    // directories the last hash wanted watched
-	missing        string // why Ready fails: missing beyond the grace period
-	wds            map[int]bool
+	seen           *seen // what the last hash saw (cache.go; read by the resync)
 
-	// The hashing goroutine's.
-	tree         *plainTree // the last hash's, if the volume is a plain tree (plain.go)
-	present      bool       // exists and was hashed
-	polling      bool       // polled instead of watched by inotify
-	retryAt      time.Time
-	hash         [32]byte // what was last reported (or found at start)
-	version      string   // ..data's target then
-	versionSum   [32]byte
-	unreadable   map[string]fileMeta
-	logged       map[string]bool // problems logged, by path and kind
-	broken       string          // the broken state last logged
-	partialSince time.Time       // when the volume was first seen half-way through an update
-	settleTimer  *time.Timer
-	waiting      bool   // the "waiting for it" line was logged
-	rootErr      string // the last root error logged
-	missingSince time.Time
-	missingTimer *time.Timer
-	nextWarn     time.Time // of the missing volume's warning; zero before the first
+	present    bool     // exists and was hashed
+	hash       [32]byte // what was last reported (or found at start)
+	version    string   // ..data's target then
+	versionSum [32]byte
+	broken     string // the broken state last logged
+
+	plain plainPath // plain.go
+	settling
+	pollState
+	watchState
+	missingState
+	problemState
 }
 
 // New returns a Watcher for opts. It fails, with one line naming the option
@@ -171,81 +92,22 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
-	if len(opts.Dirs)+len(opts.OptionalDirs) == 0 {
-		return nil, errors.New("option Dirs: at least one directory is required")
-	}
-	if opts.ResyncInterval < 0 {
-		return nil, fmt.Errorf("option ResyncInterval %s: must not be negative", opts.ResyncInterval)
-	}
-	if opts.PollInterval < 0 {
-		return nil, fmt.Errorf("option PollInterval %s: must not be negative", opts.PollInterval)
+	vols, err := opts.volumes()
+	if err != nil {
+		return nil, err
 	}
 	w := &Watcher{
-		logger:     log.With(logger, "component", "watcher"),
-		resync:     opts.ResyncInterval,
-		pollInt:    opts.PollInterval,
-		poll:       opts.Poll,
-		settle:     settleTimeout,
-		grace:      missingGrace,
-		repeat:     missingRepeat,
-		readyc:     make(chan struct{}),
-		wake:       make(chan struct{}, 1),
-		firstMap:   make(map[string][32]byte),
-		watches:    make(map[int]*watch),
-		newInotify: newInotify,
-		addWatch:   func(in *inotify, dir string) (int, error) { return in.add(dir) },
+		logger:       log.With(logger, "component", "watcher"),
+		vols:         vols,
+		settle:       settleTimeout,
+		changes:      make(chan Change, len(vols)),
+		readyc:       make(chan struct{}),
+		firstMap:     make(map[string][32]byte),
+		metrics:      newMetrics(reg),
+		pollLoop:     newPollLoop(opts),
+		inotifyState: newInotifyState(),
+		missingTimes: missingTimes{grace: missingGrace, repeat: missingRepeat},
 	}
-	if w.pollInt == 0 {
-		w.pollInt = DefaultPollInterval
-	}
-	seen := make(map[string]bool)
-	for i, d := range slices.Concat(opts.Dirs, opts.OptionalDirs) {
-		if d == "" {
-			return nil, &DirError{Dir: d, Err: errors.New("must not be empty")}
-		}
-		info, err := os.Stat(d)
-		switch {
-		case err == nil && !info.IsDir():
-			return nil, &DirError{Dir: d, Err: fmt.Errorf("%w: "+subPathHint, errNotDir)}
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return nil, &DirError{Dir: d, Err: err}
-		}
-		if c := filepath.Clean(d); !seen[c] {
-			seen[c] = true
-			w.vols = append(w.vols, &volume{
-				dir: d, path: c, optional: i >= len(opts.Dirs),
-				running: true, // by Run, until the first hash is done
-				hash:    emptyHash, logged: make(map[string]bool),
-			})
-		}
-	}
-	w.changes = make(chan Change, len(w.vols))
-
-	f := promauto.With(reg)
-	w.changesTotal = f.NewCounter(prometheus.CounterOpts{
-		Name: "hotreload_changes_total",
-		Help: "Content changes detected in the watched directories.",
-	})
-	w.eventsTotal = f.NewCounter(prometheus.CounterOpts{
-		Name: "hotreload_watch_events_total",
-		Help: "Filesystem events received.",
-	})
-	w.errorsTotal = f.NewCounter(prometheus.CounterOpts{
-		Name: "hotreload_watch_errors_total",
-		Help: "Watch errors: unreadable entries, symlink loops, dangling links, broken volumes, event queue overflows, inotify failures.",
-	})
-	w.hashesTotal = f.NewCounter(prometheus.CounterOpts{
-		Name: "hotreload_volume_hashes_total",
-		Help: "Walks of a volume that hash what an app sees (files whose stat is unchanged are not read again). A kubelet update costs one; an edit in a plain directory none; the resync and the poll walk only a volume whose stats changed.",
-	})
-	w.watchedDirs = f.NewGauge(prometheus.GaugeOpts{
-		Name: "hotreload_watched_dirs",
-		Help: "Volume directories currently watched, by inotify or by polling.",
-	})
-	w.missingDirs = f.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "hotreload_volume_missing",
-		Help: "1 for a volume directory (not one declared optional) that has been missing or unreadable for more than 30s; no series otherwise.",
-	}, []string{"dir"})
 	return w, nil
 }
 
@@ -253,26 +115,6 @@ func New(logger log.Logger, reg prometheus.Registerer, opts Options) (*Watcher, 
 // directory's content hash differs from the last one reported. It is never
 // closed; stop reading when Run's context is done.
 func (w *Watcher) Changes() <-chan Change { return w.changes }
-
-// Ready returns nil once every directory that existed when Run started has
-// been hashed and is watched, by inotify or by polling, unless a directory
-// of Options.Dirs has been missing for longer than the grace period; else
-// an error saying why not.
-func (w *Watcher) Ready() error {
-	select {
-	case <-w.readyc:
-	default:
-		return errors.New("a volume is not watched yet")
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, v := range w.vols {
-		if v.missing != "" {
-			return errors.New(v.missing)
-		}
-	}
-	return nil
-}
 
 // Initial waits until Run has hashed every directory once, then returns
 // the content hash of every directory that was whole then, keyed by the
@@ -334,14 +176,9 @@ func (w *Watcher) stop() {
 	w.runners.Wait()
 	for _, v := range w.vols {
 		v.stopSettle()
-		if v.missingTimer != nil {
-			v.missingTimer.Stop()
-		}
+		v.stopMissing()
 	}
-	if w.in != nil {
-		w.in.close()
-	}
-	w.readers.Wait()
+	w.stopInotify()
 	w.watchedDirs.Set(0)
 }
 
@@ -375,28 +212,13 @@ func (w *Watcher) event(ev event) {
 	if wt == nil || (ev.name != "" && !shows(wt.dir, ev.name)) {
 		return
 	}
+	dir := wt.dir // whose entries changed
+	if ev.name == "" || ev.dirMoved {
+		dir = "" // walk the volume: a plain tree's paths would be stale
+	}
 	for _, v := range wt.vols {
-		if ev.name == "" || ev.dirMoved {
-			w.markLocked(v) // walked: a plain tree's paths would be stale
-		} else {
-			w.markDirLocked(v, wt.dir)
-		}
+		w.markDirLocked(v, dir)
 	}
-}
-
-// shows reports whether an entry named name in the directory dir is part
-// of what an app sees. Names starting with ".." are hidden from the hash;
-// of them only ..data, and the version directory it names, change what the
-// visible names show. The kubelet's other steps (the next version directory
-// made and chmod'ed, ..data_tmp, the old version deleted) would each cost a
-// hash that reads every file again: BenchmarkChangeCPU's kubelet/files=N
-// in test/cost prints the walks per change.
-func shows(dir, name string) bool {
-	if !hidden(name) || name == dataLink {
-		return true
-	}
-	target, _ := os.Readlink(filepath.Join(dir, dataLink))
-	return name == target
 }
 
 // mark makes v dirty: its goroutine hashes it (once more, if it is hashing
@@ -407,29 +229,13 @@ func (w *Watcher) mark(v *volume) {
 	w.markLocked(v)
 }
 
-func (w *Watcher) markLocked(v *volume) {
-	v.walkAll, v.dirtyDirs = true, nil
-	w.kickLocked(v)
-}
+func (w *Watcher) markLocked(v *volume) { w.markDirLocked(v, "") }
 
 // markDirLocked makes v dirty for a change of the entries of the real
-// directory dir (see plain.go).
+// directory dir ("": of anything), and has v's goroutine hash it, starting
+// one if none runs.
 func (w *Watcher) markDirLocked(v *volume, dir string) {
-	switch {
-	case v.walkAll:
-	case len(v.dirtyDirs) >= maxDirtyDirs:
-		v.walkAll, v.dirtyDirs = true, nil
-	default:
-		if v.dirtyDirs == nil {
-			v.dirtyDirs = make(map[string]bool)
-		}
-		v.dirtyDirs[dir] = true
-	}
-	w.kickLocked(v)
-}
-
-// kickLocked has v's goroutine hash it, starting one if none runs.
-func (w *Watcher) kickLocked(v *volume) {
+	v.plain.mark(dir)
 	v.dirty = true
 	if v.running || w.stopped {
 		return
@@ -460,24 +266,8 @@ func (w *Watcher) takeDirty(v *volume) (dirty []string, ok bool) {
 		v.running = false
 		return nil, false
 	}
-	if !v.walkAll {
-		dirty = slices.Collect(maps.Keys(v.dirtyDirs))
-	}
-	v.dirty, v.walkAll, v.dirtyDirs = false, false, nil
-	return dirty, true
-}
-
-// idle reports whether no volume is dirty or being hashed. Tests use it
-// as a sync point.
-func (w *Watcher) idle() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, v := range w.vols {
-		if v.dirty || v.running {
-			return false
-		}
-	}
-	return true
+	v.dirty = false
+	return v.plain.take(), true
 }
 
 // refresh hashes v, watching what it walks, and sends a Change if what the
@@ -488,20 +278,12 @@ func (w *Watcher) refresh(v *volume, initial bool, dirty []string) {
 	defer w.updatePoll(v)
 	in := w.inotifyFor(v)
 	var ws watchSet
-	var watch func(string)
-	if in != nil {
-		watch = func(dir string) { w.watchDir(in, v, &ws, dir) }
-	}
-	var res hashResult
-	updated := false
-	if v.tree != nil && dirty != nil && in != nil && !v.polling {
-		res, updated = w.hasher.update(v.tree, v.seen, dirty, watch)
-	}
+	res, updated := w.updatePlain(v, in, dirty, &ws)
 	if !updated {
 		w.hashesTotal.Inc()
 		var err error
-		if res, err = w.hasher.hash(v.path, v.seen, watch); err != nil {
-			v.tree = nil
+		if res, err = w.hasher.hash(v.path, v.seen, w.watchFunc(in, v, &ws)); err != nil {
+			v.plain.keep(nil, false)
 			w.setSeen(v, nil, 0)
 			w.lost(v, err, initial)
 			return
@@ -509,18 +291,10 @@ func (w *Watcher) refresh(v *volume, initial bool, dirty []string) {
 	}
 	w.found(v)
 	if in != nil {
-		if updated { // the directories not listed again keep their watches
-			w.mu.Lock()
-			ws.wds = mapsUnion(ws.wds, v.wds)
-			w.mu.Unlock()
-		}
 		w.hold(v, ws.wds)
 		w.watched(v, ws.err)
 	}
-	v.tree = res.tree
-	if v.polling {
-		v.tree = nil // no events name what changes
-	}
+	v.plain.keep(res.tree, v.polling)
 	w.setSeen(v, res.seen, res.watched)
 	w.report(v, res.problems)
 	w.judge(v, res, initial)
@@ -555,45 +329,6 @@ func (w *Watcher) judge(v *volume, res hashResult, initial bool) {
 	}
 }
 
-// partial returns why res looks half-way through an update, or "": what
-// the hash saw alone, or a change from what was last reported that the
-// kubelet never makes.
-func (v *volume) partial(res hashResult) string {
-	switch {
-	case res.partial != "" || res.sum == v.hash:
-		return res.partial
-	case res.version != "" && res.version == v.version && res.versionSum != v.versionSum:
-		return "the version directory that ..data names changed in place (the kubelet never does that)"
-	case res.version == "" && v.version != "":
-		return "..data vanished (the volume is being deleted or written for the first time)"
-	case res.version != "" && res.sum == emptyHash:
-		return "the kubelet volume shows no item (an rm -rf half-way, or an emptied ConfigMap)"
-	}
-	return ""
-}
-
-// settled reports whether v, half-way through an update (why), has been
-// so for longer than the settle bound, and is to be reported as it is.
-// Until then the settle timer marks it again.
-func (w *Watcher) settled(v *volume, why string) bool {
-	now := time.Now()
-	if v.partialSince.IsZero() {
-		v.partialSince = now
-		v.settleTimer = time.AfterFunc(w.settle, func() { w.mark(v) })
-		level.Debug(w.logger).Log("msg", "volume is half-way through an update, waiting for the next step", "dir", v.dir, "reason", why)
-	}
-	if now.Sub(v.partialSince) < w.settle {
-		return false
-	}
-	if why == reasonVanished { // busy, not inconsistent
-		level.Debug(w.logger).Log("msg", fmt.Sprintf("volume kept changing for %s, reporting it", w.settle), "dir", v.dir, "reason", why)
-	} else {
-		w.errorsTotal.Inc()
-		level.Warn(w.logger).Log("msg", fmt.Sprintf("volume still looks half-way through an update after %s, reporting what its visible names show", w.settle), "dir", v.dir, "reason", why)
-	}
-	return true
-}
-
 func (w *Watcher) send(c Change) {
 	level.Debug(w.logger).Log("msg", "content changed", "dir", c.Dir, "hash", fmt.Sprintf("%x", c.Hash[:8]))
 	w.changesTotal.Inc() // before the send, so that a reader of c sees it counted
@@ -601,31 +336,4 @@ func (w *Watcher) send(c Change) {
 	case w.changes <- c:
 	case <-w.ctx.Done():
 	}
-}
-
-// stopSettle forgets that v was seen half-way through an update.
-func (v *volume) stopSettle() {
-	v.partialSince = time.Time{}
-	if v.settleTimer != nil {
-		v.settleTimer.Stop()
-		v.settleTimer = nil
-	}
-}
-
-// setSeen publishes what the last hash of v saw, for the resync.
-func (w *Watcher) setSeen(v *volume, s *seen, watchNeed int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	v.seen = s
-	if watchNeed > 0 {
-		v.watchNeed = watchNeed
-	}
-}
-
-// mapsUnion returns a map holding the keys of a and b.
-func mapsUnion(a, b map[int]bool) map[int]bool {
-	u := make(map[int]bool, len(a)+len(b))
-	maps.Copy(u, a)
-	maps.Copy(u, b)
-	return u
 }
