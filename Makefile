@@ -112,6 +112,18 @@ compare: ## Compare restart mode with stakater Reloader in make e2e's cluster (r
 	@bin=$$(tools/peer-reloader.sh | tail -n 1) && \
 	HOTRELOAD_PEER_RELOADER="$$bin" E2E_TAGS=e2e,compare E2E_RUN='^TestCompareReloader$$' PATH="$(HELM_DIR):$$PATH" test/e2e/run.sh
 
+# make compare-memory: make e2e's TestSidecarMemory with configmap-reload's
+# pods beside hotreload's, in the same run (test/e2e/compare_test.go,
+# TestCompareMemory; docs/performance.md). configmap-reload is not on the Go
+# module proxy: HOTRELOAD_PEER_CONFIGMAP_RELOAD names a binary built from its
+# public source (default: $(PEERS)/configmap-reload, as make bench reads it).
+PEERS ?= $(or $(HOTRELOAD_PEERS_CACHE),/var/cache/hotreload-peers)
+HOTRELOAD_PEER_CONFIGMAP_RELOAD ?= $(PEERS)/configmap-reload
+.PHONY: compare-memory
+compare-memory: ## Print hotreload's and configmap-reload's memory in real pods, idle and scraped, in make e2e's cluster (root; HOTRELOAD_PEER_CONFIGMAP_RELOAD: its binary).
+	@[ -x "$(HOTRELOAD_PEER_CONFIGMAP_RELOAD)" ] || { echo "make compare-memory: HOTRELOAD_PEER_CONFIGMAP_RELOAD=$(HOTRELOAD_PEER_CONFIGMAP_RELOAD) is not an executable file: build configmap-reload from its public source (github.com/jimmidyson/configmap-reload) and name it"; exit 1; }
+	HOTRELOAD_PEER_CONFIGMAP_RELOAD="$(HOTRELOAD_PEER_CONFIGMAP_RELOAD)" E2E_TAGS=e2e,compare E2E_RUN='^TestCompareMemory$$' PATH="$(HELM_DIR):$$PATH" test/e2e/run.sh
+
 .PHONY: lint
 lint: go-version ## go vet, gofmt and staticcheck (the version go.mod pins), the real-cluster suite and make compare's test included.
 	$(GO) vet -tags e2e,compare ./...

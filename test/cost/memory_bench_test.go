@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hotreload/hotreload/test/support/binary"
 	"github.com/hotreload/hotreload/test/support/kubelet"
 	"github.com/hotreload/hotreload/test/support/kubemem"
 	"github.com/hotreload/hotreload/test/support/poll"
@@ -44,10 +45,6 @@ const (
 	// afterChange is how long they run after it: two more scrapes.
 	afterChange = 30
 )
-
-// promAccept is the Accept header of a Prometheus 3 scrape with its default
-// scrape protocols; the scrape also asks for gzip.
-const promAccept = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1"
 
 // sidecar is one sidecar process in a memory cgroup of its own.
 type sidecar struct {
@@ -266,14 +263,10 @@ func startSidecar(b *testing.B, root, tool, bin string, scraped bool, dirs []str
 func (s *sidecar) scrape(tb testing.TB) {
 	tb.Helper()
 	before := mappedPages(tb, s.p.pid(), s.img)
-	req, err := http.NewRequest(http.MethodGet, "http://"+s.p.addr+"/metrics", nil)
+	req, err := binary.ScrapeRequest("http://" + s.p.addr + "/metrics")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req.Header.Set("Accept", promAccept)
-	req.Header.Set("Accept-Encoding", "gzip")
-	req.Header.Set("User-Agent", "Prometheus/3.5.0")
-	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
 	resp, err := s.client.Do(req)
 	if err != nil {
 		tb.Fatalf("scrape %s: %v", s.name(), err)

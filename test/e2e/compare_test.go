@@ -615,3 +615,25 @@ func printCompare(t *testing.T, rows []compareRow) {
 	}
 	figure(t, "compare: all new = the edit to every replica Ready and serving the new config; old gone = to no pod of before the edit left; CPU = used from just before the edit to %s after old gone; WS = cgroup working set after; cluster = CPU of etcd, containerd, the API server, controller-manager, scheduler, kubelet and kube-proxy meanwhile, less what they used at the rate of the %s before the edit", compareTail, compareSteady)
 }
+
+// configmapReloadImage is configmap-reload FROM scratch, which images.sh
+// builds when HOTRELOAD_PEER_CONFIGMAP_RELOAD names its binary.
+const configmapReloadImage = "localhost/hotreload-e2e/configmap-reload:e2e"
+
+// configmapReload is configmap-reload in the test pod in hotreload's place:
+// the same --web.listen-address, --webhook-url and --volume-dir flags, and
+// no probes (it serves /metrics only).
+var configmapReload = memTool{name: "configmap-reload", spec: func(c object) {
+	c["name"], c["image"] = "configmap-reload", configmapReloadImage
+	delete(c, "readinessProbe")
+	delete(c, "livenessProbe")
+}}
+
+// TestCompareMemory is TestSidecarMemory with configmap-reload's pods
+// beside hotreload's, in the same run (make compare-memory).
+func TestCompareMemory(t *testing.T) {
+	if os.Getenv("HOTRELOAD_PEER_CONFIGMAP_RELOAD") == "" {
+		e2etest.SkipOrFail(t, "no configmap-reload to compare with: HOTRELOAD_PEER_CONFIGMAP_RELOAD is not set (run make compare-memory)")
+	}
+	measureMemory(t, configmapReload)
+}

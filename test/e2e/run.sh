@@ -17,6 +17,7 @@
 #   E2E_RUN           a -run pattern for the suite
 #   E2E_TAGS          build tags of the suite (default e2e; make compare adds compare)
 #   HOTRELOAD_PEER_RELOADER  a Reloader binary: images.sh makes an image of it (make compare)
+#   HOTRELOAD_PEER_CONFIGMAP_RELOAD  a configmap-reload binary: images.sh makes an image of it (make compare-memory)
 #   E2E_KEEP_STATE=1  keep the state directory (logs) after the run
 set -euo pipefail
 die() { echo "make e2e: $*" >&2; exit 1; }

@@ -11,6 +11,8 @@
 #   localhost/hotreload-e2e/alertmanager:e2e Debian's prometheus-alertmanager, uid 65534
 #   localhost/hotreload-e2e/reloader:e2e     stakater Reloader, uid 65534, only when
 #                                            HOTRELOAD_PEER_RELOADER names its binary (make compare)
+#   localhost/hotreload-e2e/configmap-reload:e2e  configmap-reload, uid 65534, only when
+#                                            HOTRELOAD_PEER_CONFIGMAP_RELOAD names its binary (make compare-memory)
 #
 # buildah keeps its storage under OUT/.storage while it builds, and removes
 # it after. (buildah's blob-info cache in /var/lib/containers/cache stays, as
@@ -102,14 +104,19 @@ cp -r /usr/share/prometheus/alertmanager "$stage/alertmanager/usr/share/promethe
 passwd "$stage/alertmanager"
 image alertmanager 65534:65534 '["/usr/bin/prometheus-alertmanager"]' "$stage/alertmanager"
 
-# The peer of make compare (TestCompareReloader): a binary built from its
-# public source outside this repository (tools/peer-reloader.sh).
-if [ -n "${HOTRELOAD_PEER_RELOADER:-}" ]; then
-	[ -x "$HOTRELOAD_PEER_RELOADER" ] || { echo "e2e images: HOTRELOAD_PEER_RELOADER=$HOTRELOAD_PEER_RELOADER is not an executable file" >&2; exit 1; }
-	mkdir -p "$stage/reloader"
-	cp "$HOTRELOAD_PEER_RELOADER" "$stage/reloader/reloader"
-	image reloader 65534:65534 '["/reloader"]' "$stage/reloader"
-fi
+# peer NAME VAR: the image of a peer of make compare, FROM scratch, from the
+# binary that the variable VAR names, if set: a binary built from the peer's
+# public source outside this repository.
+peer() {
+	local name=$1 bin=${!2:-}
+	[ -n "$bin" ] || return 0
+	[ -x "$bin" ] || { echo "e2e images: $2=$bin is not an executable file" >&2; exit 1; }
+	mkdir -p "$stage/$name"
+	cp "$bin" "$stage/$name/$name"
+	image "$name" 65534:65534 "[\"/$name\"]" "$stage/$name"
+}
+peer reloader HOTRELOAD_PEER_RELOADER                 # TestCompareReloader (tools/peer-reloader.sh)
+peer configmap-reload HOTRELOAD_PEER_CONFIGMAP_RELOAD # TestCompareMemory
 
 # hotreload exactly as users build it.
 make -C "$root" --no-print-directory image BASE=scratch IMAGE=localhost/hotreload:e2e >"$stage/make-image.log" 2>&1 ||

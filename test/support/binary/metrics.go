@@ -96,3 +96,24 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 	}
 	return true
 }
+
+// prometheusAccept is the Accept header of a Prometheus 3 scrape with its
+// default scrape protocols (OpenMetrics first).
+const prometheusAccept = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1"
+
+// ScrapeRequest is a GET of url with the headers a Prometheus 3 scrape
+// sends: its Accept header, gzip, its User-Agent and scrape timeout. The
+// caller's client should keep its connection between scrapes and leave
+// compression to it (Transport.DisableCompression), as Prometheus does;
+// the body is then gzip-encoded when the server compresses.
+func ScrapeRequest(url string) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", prometheusAccept)
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("User-Agent", "Prometheus/3.5.0")
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
+	return req, nil
+}

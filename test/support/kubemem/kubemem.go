@@ -198,6 +198,11 @@ type summary struct {
 	} `json:"pods"`
 }
 
+// ErrNoFigures is FromSummary's error for a container that the summary
+// lists without its usage and working set (a container just started, or a
+// kubelet whose stats provider has none for it).
+var ErrNoFigures = errors.New("no memory figures")
+
 // FromSummary returns the memory of one container from the kubelet's
 // /stats/summary document (what `kubectl get --raw
 // /api/v1/nodes/NODE/proxy/stats/summary` prints): Usage, WorkingSet and
@@ -217,7 +222,7 @@ func FromSummary(doc []byte, namespace, pod, container string) (Stats, error) {
 				continue
 			}
 			if c.Memory == nil || c.Memory.UsageBytes == nil || c.Memory.WorkingSetBytes == nil {
-				return Stats{}, fmt.Errorf("the kubelet's stats summary has no memory figures for container %s of pod %s/%s yet", container, namespace, pod)
+				return Stats{}, fmt.Errorf("the kubelet's stats summary has %w for container %s of pod %s/%s yet", ErrNoFigures, container, namespace, pod)
 			}
 			st := Stats{Usage: *c.Memory.UsageBytes, WorkingSet: *c.Memory.WorkingSetBytes}
 			if c.Memory.RSSBytes != nil {

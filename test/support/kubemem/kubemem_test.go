@@ -1,6 +1,7 @@
 package kubemem
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -176,8 +177,12 @@ func TestFromSummary(t *testing.T) {
 		{"demo", "db", "hotreload", "no pod demo/db"},
 		{"demo", "web", "starting", "no memory figures for container starting of pod demo/web yet"},
 	} {
-		if _, err := FromSummary([]byte(summaryDoc), tc.ns, tc.pod, tc.container); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := FromSummary([]byte(summaryDoc), tc.ns, tc.pod, tc.container)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("FromSummary(%s, %s, %s) error = %v, want one that says %q", tc.ns, tc.pod, tc.container, err, tc.want)
+		}
+		if errors.Is(err, ErrNoFigures) != (tc.container == "starting") {
+			t.Errorf("FromSummary(%s, %s, %s) error = %v: errors.Is ErrNoFigures = %v", tc.ns, tc.pod, tc.container, err, errors.Is(err, ErrNoFigures))
 		}
 	}
 	if _, err := FromSummary([]byte("<html>"), "demo", "web", "hotreload"); err == nil {
