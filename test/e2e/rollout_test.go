@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 	"github.com/hotreload/hotreload/controller"
 	crl "github.com/hotreload/hotreload/controller/rollout"
 	"github.com/hotreload/hotreload/test/support/binary"
+	"github.com/hotreload/hotreload/test/support/kubemem"
 )
 
 // Rollouts (#27) and in-place restarts (#25) in the real cluster: the
@@ -729,42 +729,16 @@ func rolloutScale(t *testing.T, leader ctlReplica) {
 }
 
 // workingSet is a container's memory as the kubelet counts it (cgroup
-// usage less inactive file pages), read from the host's cgroup v1 memory
-// controller.
+// usage less inactive file pages), read from the host's memory cgroup.
 func workingSet(t *testing.T, ns, pod, container string) float64 {
 	t.Helper()
-	p := mainProc(t, ns, pod, container)
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.PID))
+	dir, err := kubemem.CgroupOf("/sys/fs/cgroup", mainProc(t, ns, pod, container).PID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dir string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.SplitN(line, ":", 3); len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "memory") {
-			dir = filepath.Join("/sys/fs/cgroup/memory", f[2])
-		}
-	}
-	if dir == "" {
-		t.Fatalf("no memory cgroup for pid %d", p.PID)
-	}
-	read := func(name string) float64 {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, _ := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-		return v
-	}
-	usage := read("memory.usage_in_bytes")
-	stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	st, err := kubemem.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(stat), "\n") {
-		if v, ok := strings.CutPrefix(line, "total_inactive_file "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return max(0, usage-f)
-		}
-	}
-	return usage
+	return float64(st.WorkingSet)
 }
