@@ -52,6 +52,18 @@ func mustHash(t testing.TB, dir string) [32]byte {
 	return sum
 }
 
+// failOpen is a hasher whose open of any file named base fails with errno,
+// as it would for a file root cannot be denied (EACCES: another UID's
+// 0600 Secret item) or a failing disk (EIO); other files open as usual.
+func failOpen(base string, errno syscall.Errno) hasher {
+	return hasher{open: func(name string) (*os.File, error) {
+		if filepath.Base(name) == base {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: errno}
+		}
+		return openRegular(name)
+	}}
+}
+
 func symlink(t testing.TB, target, link string) {
 	t.Helper()
 	if err := os.Symlink(target, link); err != nil {

@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,12 +25,7 @@ func TestUnreadableRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Root reads everything, so the permission error is injected.
-	denied := hasher{open: func(name string) (*os.File, error) {
-		if filepath.Base(name) == "tls.key" {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
-		}
-		return openRegular(name)
-	}}
+	denied := failOpen("tls.key", syscall.EACCES)
 	// The resync sees the rewrite in place at the end: the version
 	// directory is not watched, since the kubelet never writes into it.
 	h := start(t, Options{Dirs: []string{dir}, PollInterval: time.Hour, ResyncInterval: 20 * time.Millisecond}, func(w *Watcher) {

@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"encoding/hex"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -40,12 +39,7 @@ func TestHashDirPinned(t *testing.T) {
 		want string
 	}{
 		{"readable", hasher{}, readable},
-		{"one unreadable", hasher{open: func(name string) (*os.File, error) {
-			if filepath.Base(name) == "broken.conf" {
-				return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EIO}
-			}
-			return openRegular(name)
-		}}, "f6744bd3ea07ab9555d93103e5ba8dbe2d215119b7c83c31e1aad9d2b2d17872"},
+		{"one unreadable", failOpen("broken.conf", syscall.EIO), "f6744bd3ea07ab9555d93103e5ba8dbe2d215119b7c83c31e1aad9d2b2d17872"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := tt.h.hash(dir, nil, nil)

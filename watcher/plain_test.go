@@ -152,14 +152,7 @@ func testSeed(t *testing.T) int64 {
 }
 
 // denySecrets is a hasher that cannot read files named "secret".
-func denySecrets() hasher {
-	return hasher{open: func(name string) (*os.File, error) {
-		if filepath.Base(name) == "secret" {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
-		}
-		return openRegular(name)
-	}}
-}
+func denySecrets() hasher { return failOpen("secret", syscall.EACCES) }
 
 // TestPlainDirRandom changes a watched plain tree at random, as writers do,
 // and checks that the last Change after each step has the hash a walk
