@@ -85,19 +85,24 @@ type seen struct {
 	racy  time.Duration // racyWindow; tests shorten it
 }
 
-// newSeen starts what a hash that starts now sees; last is the previous
-// hash's, racy its racyWindow (0: racyWindow). The map is sized for last's
-// files: growing it is a measurable part of a walk of 10,000 files
-// (BenchmarkTreeUpdate's walk).
-func newSeen(last *seen, racy time.Duration) *seen {
+// newSeen starts what a hash that starts now sees, expecting about files
+// files; racy is its racyWindow (0: racyWindow). A walk sizes the map for
+// the last hash's files: growing it is a measurable part of a walk of
+// 10,000 files (BenchmarkTreeUpdate's walk). The plain tree's update
+// expects none: it keeps only the files it reads again.
+func newSeen(files int, racy time.Duration) *seen {
 	if racy == 0 {
 		racy = racyWindow
 	}
-	n := 0
-	if last != nil {
-		n = len(last.files)
+	return &seen{files: make(map[fileKey]digestEntry, files), whole: true, start: time.Now(), racy: racy}
+}
+
+// size is the number of files s remembers.
+func (s *seen) size() int {
+	if s == nil {
+		return 0
 	}
-	return &seen{files: make(map[fileKey]digestEntry, n), whole: true, start: time.Now(), racy: racy}
+	return len(s.files)
 }
 
 // stamp records the stamp st of a directory listed or a file read at path.

@@ -172,7 +172,7 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	if err != nil {
 		return hashResult{}, "", fmt.Errorf("hash %s: %w", root, err)
 	}
-	w := h.newWalk(last, watch)
+	w := h.newWalk(last, watch, last.size())
 	w.watchDir(real)
 	w.stamp(root, stampOf(info)) // stat'ed by the resync as given, through any symlink
 	id := idOf(real, info)
@@ -215,10 +215,10 @@ func (h hasher) hashOnce(root string, last *seen, watch func(string)) (hashResul
 	return res, real, nil
 }
 
-// newWalk starts a walk.
-func (h hasher) newWalk(last *seen, watch func(string)) *walk {
+// newWalk starts a walk that expects about files files.
+func (h hasher) newWalk(last *seen, watch func(string), files int) *walk {
 	return &walk{
-		h: h, last: last, next: newSeen(last, h.racy), watch: watch, watched: make(map[string]bool),
+		h: h, last: last, next: newSeen(files, h.racy), watch: watch, watched: make(map[string]bool),
 		dirs:    make(map[string]string),
 		visited: make(map[fileID]string),
 		onPath:  make(map[fileID]bool),

@@ -131,7 +131,7 @@ func (w *walk) plain(entries []entry) bool {
 // A directory moved or removed makes the watcher walk the volume without
 // calling update (see event), so no visible path that t holds is stale.
 func (h hasher) update(t *plainTree, last *seen, dirty []string, watch func(string)) (hashResult, bool) {
-	w := h.newWalk(last, watch)
+	w := h.newWalk(last, watch, 0)
 	listed := make(map[string]bool, len(dirty)) // visible paths of the directories listed again
 	for _, dir := range dirty {
 		rel, ok := t.dirs[dir]
